@@ -1,0 +1,125 @@
+//! The result cell of one task: what a [`ScheduledHandle`](crate::ScheduledHandle)
+//! waits on, blocking or async.
+//!
+//! # Invariants
+//!
+//! - The outcome is set at most once; the first `complete` wins, later ones
+//!   return false (a cancel beats a result that arrives after it).
+//! - Completing wakes the stored waker (outside the lock) and every blocked
+//!   waiter: this is a latch, so it uses `notify_all`.
+//! - The registered waker is replaced under the same lock that `complete`
+//!   takes, so a completion racing a `poll` always wakes the last waker
+//!   stored or is seen by that `poll` (see the loom model).
+
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use crate::error::TaskError;
+use crate::sync::{Condvar, Mutex};
+
+enum Outcome<T> {
+    Pending(Option<Waker>),
+    Ready(Result<T, TaskError>),
+    Taken,
+}
+
+/// A task's result cell.
+pub(crate) struct Completion<T> {
+    outcome: Mutex<Outcome<T>>,
+    done: Condvar,
+}
+
+impl<T> Completion<T> {
+    pub(crate) fn new() -> Self {
+        Completion {
+            outcome: Mutex::new(Outcome::Pending(None)),
+            done: Condvar::new(),
+        }
+    }
+
+    /// Sets the result unless one is set already; true if this call set it.
+    pub(crate) fn complete(&self, result: Result<T, TaskError>) -> bool {
+        let waker = {
+            let mut outcome = self.outcome.lock();
+            match &mut *outcome {
+                Outcome::Pending(waker) => {
+                    let waker = waker.take();
+                    *outcome = Outcome::Ready(result);
+                    waker
+                }
+                Outcome::Ready(_) | Outcome::Taken => return false,
+            }
+        };
+        self.done.notify_all();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        true
+    }
+
+    /// Blocks up to `timeout` (real time) for a result; true once there is one.
+    pub(crate) fn wait_timeout(&self, timeout: Duration) -> bool {
+        let limit = Instant::now().checked_add(timeout);
+        let mut outcome = self.outcome.lock();
+        loop {
+            if !matches!(*outcome, Outcome::Pending(_)) {
+                return true;
+            }
+            match limit {
+                Some(limit) => {
+                    if Instant::now() >= limit {
+                        return false;
+                    }
+                    self.done.wait_until(&mut outcome, limit);
+                }
+                None => self.done.wait(&mut outcome),
+            }
+        }
+    }
+
+    /// Blocks until the result is set, then takes it.
+    ///
+    /// # Panics
+    ///
+    /// If the result was already taken by polling the handle as a future.
+    #[track_caller]
+    pub(crate) fn join(&self) -> Result<T, TaskError> {
+        let mut outcome = self.outcome.lock();
+        loop {
+            match std::mem::replace(&mut *outcome, Outcome::Taken) {
+                Outcome::Ready(result) => return result,
+                Outcome::Taken => {
+                    panic!("the task's result was already taken by awaiting its handle")
+                }
+                pending @ Outcome::Pending(_) => {
+                    *outcome = pending;
+                    self.done.wait(&mut outcome);
+                }
+            }
+        }
+    }
+
+    /// The `Future` side: takes the result, or stores the waker.
+    ///
+    /// # Panics
+    ///
+    /// If polled again after it returned `Ready`.
+    #[track_caller]
+    pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
+        let mut outcome = self.outcome.lock();
+        match &mut *outcome {
+            Outcome::Pending(waker) => {
+                match waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => *waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+            Outcome::Ready(_) => match std::mem::replace(&mut *outcome, Outcome::Taken) {
+                Outcome::Ready(result) => Poll::Ready(result),
+                _ => unreachable!("checked Ready above"),
+            },
+            Outcome::Taken => panic!("a ScheduledHandle was polled after it completed"),
+        }
+    }
+}

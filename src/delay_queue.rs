@@ -1,0 +1,408 @@
+//! [`DelayQueue`]: Java's `DelayQueue`, with O(log n) removal by [`Key`].
+//!
+//! # Invariants
+//!
+//! - Values live in a generational [`Slab`]; the heap holds
+//!   `(deadline, seq, slot)`; while queued, a slot's recorded heap index is
+//!   its entry's position in the heap.
+//! - An element's deadline is read once, at `put`, and kept: a user type
+//!   whose `deadline()` changes later cannot corrupt the order.
+//! - Sequence numbers are unique and increasing: FIFO among equal deadlines.
+//! - Waiting follows the leader/follower protocol of [`crate::leader`].
+//! - Values are never dropped under the lock (their `Drop` may call back in).
+
+use std::fmt;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use crate::clock::{to_instant, to_nanos, Clock, ClockListener, ManualClock, Nanos};
+use crate::heap::{HeapEntry, IndexedHeap, Positions};
+use crate::leader::{Handoff, Leader, Waitable, Wake};
+use crate::slots::Slab;
+use crate::sync::{Condvar, Mutex};
+
+/// Something with a deadline: an element of a [`DelayQueue`] (Java's `Delayed`).
+///
+/// The queue reads `deadline()` once, when the element is put.
+pub trait Delayed {
+    /// The instant from which the element may be taken.
+    fn deadline(&self) -> Instant;
+}
+
+/// A value paired with a deadline: the ready-made [`Delayed`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::{DelayItem, DelayQueue};
+///
+/// let q = DelayQueue::new();
+/// q.put(DelayItem::new("later", Duration::from_secs(3600)));
+/// q.put(DelayItem::new("now", Duration::ZERO));
+/// assert_eq!(q.take().map(DelayItem::into_inner), Some("now"));
+/// assert!(q.poll().is_none(), "the other one is an hour away");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DelayItem<T> {
+    value: T,
+    deadline: Instant,
+}
+
+impl<T> DelayItem<T> {
+    /// `value`, due `delay` from now (real time). A delay too large for an
+    /// `Instant` saturates at about 146 years: it never comes due.
+    pub fn new(value: T, delay: Duration) -> Self {
+        let now = Instant::now();
+        let delay = delay.min(Duration::from_nanos(crate::clock::MAX_DELAY));
+        let deadline = now
+            .checked_add(delay)
+            .unwrap_or_else(|| to_instant(u64::MAX / 2));
+        DelayItem { value, deadline }
+    }
+
+    /// `value`, due at `deadline`. With a [`ManualClock`], use
+    /// `DelayItem::at(value, clock.now() + delay)`.
+    pub fn at(value: T, deadline: Instant) -> Self {
+        DelayItem { value, deadline }
+    }
+
+    /// The value.
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+
+    /// The value, consuming the item.
+    pub fn into_inner(self) -> T {
+        self.value
+    }
+}
+
+impl<T> Delayed for DelayItem<T> {
+    fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+/// Names one element put in a [`DelayQueue`], for [`DelayQueue::remove`].
+///
+/// A key whose element was taken, removed or cleared never matches another
+/// element, even one that reuses its storage (the key carries a generation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key {
+    index: usize,
+    generation: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    deadline: Nanos,
+    seq: u64,
+    slot: usize,
+}
+
+impl HeapEntry for Entry {
+    #[inline]
+    fn key(&self) -> (u64, u64) {
+        (self.deadline, self.seq)
+    }
+}
+
+impl<T> Positions<Entry> for Slab<T> {
+    #[inline]
+    fn set(&mut self, entry: &Entry, index: usize) {
+        self.set_heap_index(entry.slot, index);
+    }
+}
+
+struct State<T> {
+    heap: IndexedHeap<Entry>,
+    slots: Slab<T>,
+    leader: Leader,
+    next_seq: u64,
+    closed: bool,
+}
+
+impl<T> Waitable for State<T> {
+    fn leader(&mut self) -> &mut Leader {
+        &mut self.leader
+    }
+    fn head_deadline(&self) -> Option<Nanos> {
+        self.heap.peek().map(|e| e.deadline)
+    }
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+}
+
+impl<T> State<T> {
+    fn pop_value(&mut self) -> Option<T> {
+        let entry = self.heap.pop(&mut self.slots)?;
+        let value = self.slots.take(entry.slot);
+        self.heap.shrink_if_sparse();
+        Some(value)
+    }
+}
+
+struct Shared<T> {
+    state: Mutex<State<T>>,
+    available: Condvar,
+    clock: Clock,
+}
+
+impl<T> Shared<T> {
+    fn handoff(&self) -> Handoff<'_, State<T>> {
+        Handoff::new(self.state.lock(), &self.available)
+    }
+}
+
+impl<T: Send> ClockListener for Shared<T> {
+    fn clock_advanced(&self) {
+        self.handoff().new_head();
+    }
+}
+
+/// An unbounded blocking queue whose elements come out only once their
+/// deadline has passed, earliest first, FIFO among equal deadlines (Java's
+/// `DelayQueue`, plus keys for O(log n) removal).
+///
+/// `put` never blocks. `take` blocks until the head is due; several threads
+/// may block in it at once, and only one of them (the leader) sleeps with a
+/// timeout while the others wait untimed (leader/follower). `close` wakes
+/// every blocked taker.
+///
+/// The queue is `Send + Sync` when `T: Send`; share it with an `Arc`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use schedpool::{DelayItem, DelayQueue};
+///
+/// let q = Arc::new(DelayQueue::new());
+/// let unpaid = q.put(DelayItem::new("order-1", Duration::from_millis(20)));
+/// q.put(DelayItem::new("order-2", Duration::from_millis(10)));
+/// assert!(q.remove(unpaid).is_some(), "order-1 was paid: its timeout goes");
+///
+/// let taker = { let q = q.clone(); std::thread::spawn(move || q.take()) };
+/// assert_eq!(taker.join().unwrap().unwrap().into_inner(), "order-2");
+/// ```
+///
+/// # Implementation
+///
+/// An array binary heap of `(deadline, sequence, slot)` over a generational
+/// slot table; each slot records its heap position (Java's `setIndex`), so
+/// `remove` is O(log n). Waiting is the leader/follower protocol of Java's
+/// `DelayQueue.take`, shared with the pool (see `docs/design.md`).
+pub struct DelayQueue<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> DelayQueue<T> {
+    /// An empty queue on the real clock.
+    pub fn new() -> Self {
+        Self::with(Clock::Real)
+    }
+
+    fn with(clock: Clock) -> Self {
+        DelayQueue {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    heap: IndexedHeap::new(),
+                    slots: Slab::new(),
+                    leader: Leader::default(),
+                    next_seq: 0,
+                    closed: false,
+                }),
+                available: Condvar::new(),
+                clock,
+            }),
+        }
+    }
+
+    /// An empty queue whose deadlines follow `clock`:
+    /// [`ManualClock::advance`] wakes blocked takers. Elements' deadlines
+    /// should come from the same clock (`DelayItem::at(v, clock.now() + d)`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{DelayItem, DelayQueue, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let q = DelayQueue::with_clock(clock.clone());
+    /// q.put(DelayItem::at("sms", clock.now() + Duration::from_secs(60)));
+    /// assert!(q.poll().is_none());
+    /// clock.advance(Duration::from_secs(60));
+    /// assert_eq!(q.poll().map(DelayItem::into_inner), Some("sms"));
+    /// ```
+    pub fn with_clock(clock: ManualClock) -> Self
+    where
+        T: Send + 'static,
+    {
+        let q = Self::with(Clock::Manual(clock));
+        let listener: Weak<dyn ClockListener> = Arc::downgrade(&q.shared) as Weak<Shared<T>>;
+        q.shared.clock.subscribe(listener);
+        q
+    }
+}
+
+impl<T: Delayed> DelayQueue<T> {
+    /// Adds `item`, due at `item.deadline()` (read now, once). Never blocks.
+    /// Returns the key that [`remove`](Self::remove) takes.
+    ///
+    /// Putting into a closed queue still stores the item; `poll`, `take`
+    /// and `drain_expired` return it once due (`take` never blocks there).
+    pub fn put(&self, item: T) -> Key {
+        let deadline = to_nanos(item.deadline());
+        let mut state = self.shared.state.lock();
+        let s = &mut *state;
+        let seq = s.next_seq;
+        s.next_seq += 1;
+        let (slot, generation) = s.slots.insert(item);
+        if s.heap.push(
+            Entry {
+                deadline,
+                seq,
+                slot,
+            },
+            &mut s.slots,
+        ) {
+            // A new earlier head: the leader's timeout is too long (Java: offer).
+            s.leader.clear();
+            self.shared.available.notify_one();
+        }
+        Key {
+            index: slot,
+            generation,
+        }
+    }
+}
+
+impl<T> DelayQueue<T> {
+    /// Removes the element named by `key`, due or not, in O(log n).
+    /// `None` if it was already taken, removed or cleared.
+    pub fn remove(&self, key: Key) -> Option<T> {
+        let mut state = self.shared.state.lock();
+        let s = &mut *state;
+        let index = s.slots.heap_index(key.index, key.generation)?;
+        s.heap.remove_at(index, &mut s.slots);
+        let value = s.slots.take(key.index);
+        s.heap.shrink_if_sparse();
+        Some(value)
+    }
+
+    /// Takes the head once it is due, blocking as long as needed. Returns
+    /// `None` only when the queue is closed and nothing is due.
+    pub fn take(&self) -> Option<T> {
+        self.take_until(None)
+    }
+
+    /// The head if it is due now; never blocks.
+    pub fn poll(&self) -> Option<T> {
+        let mut state = self.shared.state.lock();
+        let due = state
+            .heap
+            .peek()
+            .is_some_and(|e| e.deadline <= self.shared.clock.now());
+        if due {
+            state.pop_value()
+        } else {
+            None
+        }
+    }
+
+    /// Like [`take`](Self::take), but gives up after `timeout` (real time)
+    /// and returns `None`. A zero timeout behaves like [`poll`](Self::poll).
+    pub fn poll_timeout(&self, timeout: Duration) -> Option<T> {
+        match Instant::now().checked_add(timeout) {
+            Some(limit) => self.take_until(Some(limit)),
+            None => self.take(),
+        }
+    }
+
+    fn take_until(&self, limit: Option<Instant>) -> Option<T> {
+        let mut state = self.shared.handoff();
+        match state.wait_due(&self.shared.clock, limit) {
+            Wake::Due => state.pop_value(),
+            Wake::Closed | Wake::TimedOut => None,
+        }
+    }
+
+    /// The head's deadline, due or not; `None` when empty.
+    pub fn peek_deadline(&self) -> Option<Instant> {
+        self.shared
+            .state
+            .lock()
+            .heap
+            .peek()
+            .map(|e| to_instant(e.deadline))
+    }
+
+    /// Removes and returns every element already due, in deadline order.
+    pub fn drain_expired(&self) -> Vec<T> {
+        let mut state = self.shared.state.lock();
+        let now = self.shared.clock.now();
+        let mut out = Vec::new();
+        while state.heap.peek().is_some_and(|e| e.deadline <= now) {
+            out.extend(state.pop_value());
+        }
+        out
+    }
+
+    /// The number of elements, due or not.
+    pub fn len(&self) -> usize {
+        self.shared.state.lock().heap.len()
+    }
+
+    /// True when there are no elements at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Removes every element, due or not. Every outstanding key goes stale.
+    /// The elements are dropped after the queue's lock is released.
+    pub fn clear(&self) {
+        let values = {
+            let mut state = self.shared.state.lock();
+            let s = &mut *state;
+            s.heap = IndexedHeap::new();
+            s.slots.take_all()
+        };
+        drop(values);
+    }
+
+    /// Closes the queue: every blocked [`take`](Self::take) and
+    /// [`poll_timeout`](Self::poll_timeout) wakes and returns `None` (or a
+    /// due head), and later ones never block. Elements stay; `put` still works.
+    pub fn close(&self) {
+        let mut state = self.shared.handoff();
+        state.closed = true;
+        // The Handoff's drop signals one waiter; each waiter leaving signals
+        // the next, so every blocked taker wakes.
+    }
+
+    /// True once [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.state.lock().closed
+    }
+}
+
+impl<T> Default for DelayQueue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for DelayQueue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.shared.state.lock();
+        f.debug_struct("DelayQueue")
+            .field("len", &state.heap.len())
+            .field("closed", &state.closed)
+            .field("clock", &self.shared.clock)
+            .finish()
+    }
+}

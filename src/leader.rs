@@ -1,0 +1,165 @@
+//! The leader/follower wait (Java `DelayQueue.take` / `poll(timeout)`,
+//! POSA2), written once and used by both [`DelayQueue`](crate::DelayQueue)
+//! and the pool's workers.
+//!
+//! # The protocol
+//!
+//! All waiting happens on one mutex and one condvar, with `notify_one` only.
+//!
+//! - At most one waiter, the *leader*, sleeps with a timeout: the head's
+//!   deadline. Every other waiter (a *follower*) sleeps untimed, except for
+//!   its caller's own real-time limit.
+//! - A push that creates a new, earlier head clears the leader and signals
+//!   one waiter ([`Handoff::new_head`]); whoever wakes becomes leader with the
+//!   shorter timeout. Waiters must accept gaining and losing leadership at
+//!   any time (a replaced leader later wakes, sees it is not leader, and
+//!   follows).
+//! - Every exit from a wait — return with the head, timeout, closed, or a
+//!   panic — goes through [`Handoff`]'s `Drop`, which signals one successor
+//!   when nobody is timing the head (no leader and the queue is not empty)
+//!   or when the queue is closed (so closing wakes waiters one by one, each
+//!   waking the next). Java's `finally { if (leader == null && q.peek() != null)
+//!   available.signal(); }`.
+//! - No reference to the head is held while sleeping: only its deadline, a
+//!   number, is read.
+//!
+//! Why no wake-up is lost: a waiter only sleeps after checking, under the
+//! lock, that the head is not due. Anything that can make something due
+//! earlier (a push of a new head, a manual clock's advance) changes state
+//! under the same lock and then clears the leader and signals. Removals only
+//! make the head later; the leader's timeout is then early, it wakes,
+//! re-reads and sleeps again. When the leader leaves (for any reason) with
+//! items left, the drop signal hands the role to a follower. `docs/design.md`
+//! walks through each case.
+
+use std::ops::{Deref, DerefMut};
+use std::time::Instant;
+
+use crate::clock::{to_instant, Clock, Nanos};
+use crate::sync::{Condvar, MutexGuard};
+
+/// Who is timing the head.
+#[derive(Debug, Default)]
+pub(crate) struct Leader {
+    current: Option<u64>,
+    next_id: u64,
+}
+
+impl Leader {
+    /// Forgets the leader: used when its timeout became too long.
+    pub(crate) fn clear(&mut self) {
+        self.current = None;
+    }
+
+    pub(crate) fn is_none(&self) -> bool {
+        self.current.is_none()
+    }
+}
+
+/// Lock-protected state that can be waited on.
+pub(crate) trait Waitable {
+    /// The leader slot.
+    fn leader(&mut self) -> &mut Leader;
+    /// The head's deadline, due or not.
+    fn head_deadline(&self) -> Option<Nanos>;
+    /// True when waiters should stop waiting (queue closed, pool stopping).
+    fn is_closed(&self) -> bool;
+}
+
+/// Why [`Handoff::wait_due`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// The head is due: pop it now, under this lock.
+    Due,
+    /// Closed and nothing is due.
+    Closed,
+    /// The caller's real-time limit passed and nothing is due.
+    TimedOut,
+}
+
+/// A held lock on a [`Waitable`] state that signals a successor when dropped.
+pub(crate) struct Handoff<'a, S: Waitable> {
+    guard: MutexGuard<'a, S>,
+    available: &'a Condvar,
+}
+
+impl<'a, S: Waitable> Handoff<'a, S> {
+    pub(crate) fn new(guard: MutexGuard<'a, S>, available: &'a Condvar) -> Self {
+        Handoff { guard, available }
+    }
+
+    /// A new earlier head was pushed (or the clock jumped): the leader's
+    /// timeout is now too long. Clear it and wake one waiter.
+    pub(crate) fn new_head(&mut self) {
+        self.guard.leader().clear();
+        self.available.notify_one();
+    }
+
+    /// Blocks until the head is due (returns [`Wake::Due`] with the lock
+    /// held), the state is closed, or the real-time `limit` passes.
+    pub(crate) fn wait_due(&mut self, clock: &Clock, limit: Option<Instant>) -> Wake {
+        let me = {
+            let leader = self.guard.leader();
+            leader.next_id = leader.next_id.wrapping_add(1);
+            leader.next_id
+        };
+        loop {
+            let head = self.guard.head_deadline();
+            if let Some(deadline) = head {
+                if deadline <= clock.now() {
+                    return Wake::Due;
+                }
+            }
+            if self.guard.is_closed() {
+                return Wake::Closed;
+            }
+            if let Some(limit) = limit {
+                if Instant::now() >= limit {
+                    return Wake::TimedOut;
+                }
+            }
+            let lead = match head {
+                None => false,
+                // A waiter that will give up before the head is due must not
+                // hold the leader role (Java: `nanos < delay || leader != null`).
+                Some(deadline) => {
+                    self.guard.leader().is_none()
+                        && !(clock.is_real() && limit.is_some_and(|l| l < to_instant(deadline)))
+                }
+            };
+            if lead {
+                self.guard.leader().current = Some(me);
+                clock.wait(self.available, &mut self.guard, head, limit);
+                let leader = self.guard.leader();
+                if leader.current == Some(me) {
+                    leader.current = None;
+                }
+            } else {
+                clock.wait(self.available, &mut self.guard, None, limit);
+            }
+        }
+    }
+}
+
+impl<S: Waitable> Deref for Handoff<'_, S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.guard
+    }
+}
+
+impl<S: Waitable> DerefMut for Handoff<'_, S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.guard
+    }
+}
+
+impl<S: Waitable> Drop for Handoff<'_, S> {
+    fn drop(&mut self) {
+        let state = &mut *self.guard;
+        let untimed_work = state.leader().is_none() && state.head_deadline().is_some();
+        if untimed_work || state.is_closed() {
+            self.available.notify_one();
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! # schedpool
+//!
+//! A scheduled thread pool and a delay queue: Java's
+//! `ScheduledThreadPoolExecutor` and `DelayQueue`, ported with their
+//! semantics, plus O(log n) cancel that retains nothing, async handles and a
+//! virtual clock for tests.
+//!
+//! ```
+//! use std::time::Duration;
+//! use schedpool::ScheduledThreadPool;
+//!
+//! let pool = ScheduledThreadPool::new(2);
+//!
+//! // Close an unpaid order after its payment window ...
+//! let timeout = pool.schedule(|| "order 42 closed", Duration::from_millis(50))?;
+//! // ... unless it is paid first: cancel drops the task at once.
+//! let paid = pool.schedule(|| "order 43 closed", Duration::from_millis(50))?;
+//! assert!(paid.cancel());
+//!
+//! assert_eq!(timeout.join()?, "order 42 closed");
+//! assert!(pool.shutdown().await_termination(Duration::from_secs(5)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## A tour
+//!
+//! - [`ScheduledThreadPool`]: `execute`, `submit`, `schedule`,
+//!   `schedule_at_fixed_rate`, `schedule_with_fixed_delay`; `shutdown`,
+//!   `shutdown_now`, `await_termination`; counters. Configure it with a
+//!   [`Builder`].
+//! - [`ScheduledHandle`]: `cancel`, `is_done`, `delay`, `wait_timeout`,
+//!   `join`, and `.await` (it is a `Future`, with no runtime dependency).
+//! - [`DelayQueue`]: a blocking queue of [`Delayed`] elements (or
+//!   [`DelayItem`]s) that come out once due; [`Key`]s remove them in
+//!   O(log n).
+//! - [`ManualClock`]: virtual time. Give it to a pool or queue, then
+//!   `advance` it: a 30-minute timeout fires in microseconds.
+//! - Errors are values: [`Rejected`] for refused submissions, [`TaskError`]
+//!   for tasks that were cancelled or panicked. Nothing panics on bad input.
+//!
+//! ## Guarantees
+//!
+//! - Never early: a task or element is not run or returned before its
+//!   deadline. Equal deadlines come out in submission order.
+//! - Nothing accepted is lost: every accepted task runs, is cancelled, or
+//!   is returned by `shutdown_now`.
+//! - A periodic task never runs concurrently with itself.
+//!
+//! ## Observability
+//!
+//! Each run happens inside a `tracing` span named `task` (target
+//! `schedpool::task`) with the fields `id`, `kind` (`once`, `fixed_rate`,
+//! `fixed_delay`) and `lateness_us`. A panic emits an `ERROR` event carrying
+//! the message; rejections emit `DEBUG` and shutdown `INFO` events. With no
+//! subscriber the cost is a branch.
+//!
+//! The design (the heap, the leader/follower protocol, why no wake-up is
+//! lost) is in `docs/design.md`; the deliberate differences from Java are in
+//! `docs/java-differences.md`.
+
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![doc(test(attr(deny(warnings))))]
+
+mod builder;
+mod clock;
+mod completion;
+mod delay_queue;
+mod error;
+mod handle;
+mod heap;
+mod leader;
+mod pool;
+mod shared;
+mod slots;
+mod sync;
+mod task;
+mod worker;
+
+pub use builder::Builder;
+pub use clock::ManualClock;
+pub use delay_queue::{DelayItem, DelayQueue, Delayed, Key};
+pub use error::{Rejected, TaskError};
+pub use handle::{PendingTask, ScheduledHandle};
+pub use pool::ScheduledThreadPool;

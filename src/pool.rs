@@ -1,0 +1,362 @@
+//! [`ScheduledThreadPool`]: the public face of the executor. The machinery
+//! is in [`crate::shared`] (state, submission, shutdown) and
+//! [`crate::worker`] (the threads).
+//!
+//! # Invariants
+//!
+//! - Clones share one pool. The last clone's drop calls `shutdown` (never
+//!   blocks, never joins a thread, so it is safe from inside a task).
+//! - Every submission validates its arguments first, then is accepted or
+//!   rejected atomically with respect to shutdown.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::builder::Builder;
+use crate::clock::{after, delay_nanos};
+use crate::error::Rejected;
+use crate::handle::{PendingTask, ScheduledHandle};
+use crate::shared::{Shared, TERMINATED};
+use crate::task::{Header, Job, OnceTask, PeriodicTask, Schedule, TaskRef};
+
+/// A pool of worker threads that runs tasks after a delay or periodically:
+/// Java's `ScheduledThreadPoolExecutor`.
+///
+/// - Tasks never run early. Tasks due at the same instant run in submission
+///   order (FIFO).
+/// - Fixed rate: the n-th run is due at `first + n * period`; late runs are
+///   caught up back to back. Fixed delay: each run is due `delay` after the
+///   previous one ended. A periodic task never overlaps itself.
+/// - A task that panics does not kill its worker; its handle reports the
+///   panic, and a periodic task that panics runs no more.
+/// - `cancel` removes a task from the queue in O(log n) and drops its
+///   closure at once.
+///
+/// `Clone + Send + Sync`: clones share the pool. Dropping the last clone
+/// shuts it down as [`shutdown`](Self::shutdown) does, without blocking.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::ScheduledThreadPool;
+///
+/// let pool = ScheduledThreadPool::new(2);
+/// let h = pool.schedule(|| "closed order 42", Duration::from_millis(10))?;
+/// let tick = pool.schedule_at_fixed_rate(|| { /* poll */ }, Duration::ZERO, Duration::from_millis(5))?;
+/// assert_eq!(h.join()?, "closed order 42");
+/// tick.cancel();
+/// assert!(pool.shutdown().await_termination(Duration::from_secs(5)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Implementation
+///
+/// An array binary heap of tasks ordered by `(deadline, sequence)`, each task
+/// recording its own heap index (Java's `DelayedWorkQueue`), and workers that
+/// wait on it with the leader/follower protocol: only one sleeps with a
+/// timeout. See `docs/design.md`.
+#[derive(Clone)]
+pub struct ScheduledThreadPool {
+    inner: Arc<Owner>,
+}
+
+/// Shuts the pool down when the last user clone goes.
+struct Owner {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.shared.shutdown();
+    }
+}
+
+impl ScheduledThreadPool {
+    /// A pool with `core_threads` worker threads (started lazily) and the
+    /// default settings of [`Builder`].
+    pub fn new(core_threads: usize) -> Self {
+        Builder::new()
+            .core_threads(core_threads)
+            .build()
+            .expect("the default thread name is valid")
+    }
+
+    /// A [`Builder`] to configure a pool.
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    pub(crate) fn from_shared(shared: Arc<Shared>) -> Self {
+        ScheduledThreadPool {
+            inner: Arc::new(Owner { shared }),
+        }
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
+    }
+
+    // ===== submission =====
+
+    /// Runs `task` as soon as a worker is free (after the tasks already due).
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] once shutdown has begun.
+    pub fn execute<F>(&self, task: F) -> Result<(), Rejected>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.schedule(task, Duration::ZERO).map(drop)
+    }
+
+    /// Runs `task` as soon as a worker is free and returns a handle to its
+    /// result.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] once shutdown has begun.
+    pub fn submit<F, T>(&self, task: F) -> Result<ScheduledHandle<T>, Rejected>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.schedule(task, Duration::ZERO)
+    }
+
+    /// Runs `task` once, `delay` from now, and returns a handle to its
+    /// result. Any `Duration` is accepted: a delay beyond about 146 years
+    /// is clamped, so `Duration::MAX` simply never comes due.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let start = Instant::now();
+    /// let h = pool.schedule(move || start.elapsed(), Duration::from_millis(20))?;
+    /// assert!(h.join()? >= Duration::from_millis(20), "never early");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule<F, T>(&self, task: F, delay: Duration) -> Result<ScheduledHandle<T>, Rejected>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let shared = self.shared();
+        let header = Header::new(
+            shared.next_seq(),
+            after(shared.clock.now(), delay),
+            Schedule::Once,
+        );
+        let task = Arc::new(OnceTask::new(header, task));
+        shared.enqueue(task.clone() as Arc<dyn Job>)?;
+        Ok(ScheduledHandle::new(
+            task as Arc<dyn TaskRef<T>>,
+            Arc::clone(shared),
+        ))
+    }
+
+    /// Runs `task` first after `initial_delay`, then every `period`: the
+    /// n-th run is due at `first + n * period`. A run that starts late is
+    /// followed at once by the runs that were due (catch-up, as Java); the
+    /// task never runs concurrently with itself.
+    ///
+    /// The handle completes only when the task is cancelled, panics, or is
+    /// dropped by a shutdown.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] if `period` is zero, or once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let ticks = Arc::new(AtomicU32::new(0));
+    /// let t = ticks.clone();
+    /// let h = pool.schedule_at_fixed_rate(move || { t.fetch_add(1, Ordering::SeqCst); },
+    ///                                     Duration::ZERO, Duration::from_millis(1))?;
+    /// while ticks.load(Ordering::SeqCst) < 3 { std::thread::yield_now(); }
+    /// assert!(h.cancel());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule_at_fixed_rate<F>(
+        &self,
+        task: F,
+        initial_delay: Duration,
+        period: Duration,
+    ) -> Result<ScheduledHandle<()>, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        if period.is_zero() {
+            return Err(Rejected::invalid("period must be greater than zero"));
+        }
+        self.schedule_periodic(
+            task,
+            initial_delay,
+            Schedule::FixedRate(delay_nanos(period)),
+        )
+    }
+
+    /// Runs `task` first after `initial_delay`, then again `delay` after
+    /// each run ends. The handle completes only when the task is cancelled,
+    /// panics, or is dropped by a shutdown.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] if `delay` is zero, or once shutdown has begun.
+    pub fn schedule_with_fixed_delay<F>(
+        &self,
+        task: F,
+        initial_delay: Duration,
+        delay: Duration,
+    ) -> Result<ScheduledHandle<()>, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        if delay.is_zero() {
+            return Err(Rejected::invalid("fixed delay must be greater than zero"));
+        }
+        self.schedule_periodic(
+            task,
+            initial_delay,
+            Schedule::FixedDelay(delay_nanos(delay)),
+        )
+    }
+
+    fn schedule_periodic<F>(
+        &self,
+        task: F,
+        initial_delay: Duration,
+        schedule: Schedule,
+    ) -> Result<ScheduledHandle<()>, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        let shared = self.shared();
+        let header = Header::new(
+            shared.next_seq(),
+            after(shared.clock.now(), initial_delay),
+            schedule,
+        );
+        let task = Arc::new(PeriodicTask::new(header, task));
+        shared.enqueue(task.clone() as Arc<dyn Job>)?;
+        Ok(ScheduledHandle::new(
+            task as Arc<dyn TaskRef<()>>,
+            Arc::clone(shared),
+        ))
+    }
+
+    // ===== shutdown =====
+
+    /// Begins an orderly shutdown; never blocks. New submissions are
+    /// rejected. With the default policies, periodic tasks are cancelled and
+    /// delayed one-shot tasks still run at their time (see
+    /// [`Builder::continue_periodic_after_shutdown`] and
+    /// [`Builder::execute_delayed_after_shutdown`]). Idempotent. Returns
+    /// `self`, so `pool.shutdown().await_termination(t)` reads naturally.
+    pub fn shutdown(&self) -> &Self {
+        self.shared().shutdown();
+        self
+    }
+
+    /// Stops at once: rejects new submissions, removes every queued task
+    /// that has not started and returns them in deadline order. Running
+    /// tasks finish their current run; periodic ones run no more. Run or
+    /// drop the returned tasks: either completes their handles.
+    pub fn shutdown_now(&self) -> Vec<PendingTask> {
+        let clock = self.shared().clock.clone();
+        self.shared()
+            .shutdown_now()
+            .into_iter()
+            .map(|task| PendingTask::new(task, clock.clone()))
+            .collect()
+    }
+
+    /// Blocks until the pool has terminated (shut down, queue drained, all
+    /// workers gone) or `timeout` (real time) has passed; true if
+    /// terminated. Called from one of this pool's own threads it returns
+    /// false at once instead of waiting for itself.
+    pub fn await_termination(&self, timeout: Duration) -> bool {
+        self.shared().await_termination(timeout)
+    }
+
+    /// True once shutdown has begun.
+    pub fn is_shutdown(&self) -> bool {
+        self.shared().run_state() != crate::shared::RUNNING
+    }
+
+    /// True once the pool has terminated.
+    pub fn is_terminated(&self) -> bool {
+        self.shared().run_state() == TERMINATED
+    }
+
+    /// Blocks until no task is running and none is due, or until `timeout`
+    /// (real time) has passed; true if idle. Meant for tests with a
+    /// [`ManualClock`](crate::ManualClock): advance, then wait for the
+    /// consequences.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        self.shared().wait_idle(timeout)
+    }
+
+    // ===== introspection =====
+
+    /// Tasks waiting in the queue (due or not).
+    pub fn queue_len(&self) -> usize {
+        self.shared().lock().heap.len()
+    }
+
+    /// Tasks running right now.
+    pub fn active_count(&self) -> usize {
+        self.shared().lock().active
+    }
+
+    /// Runs finished so far: every run of a periodic task counts, and so do
+    /// runs that panicked. Never decreases.
+    pub fn completed_task_count(&self) -> u64 {
+        self.shared().lock().completed
+    }
+
+    /// Tasks ever accepted (each periodic task counts once).
+    pub fn task_count(&self) -> u64 {
+        self.shared().lock().accepted
+    }
+
+    /// Live worker threads; 0 once terminated.
+    pub fn pool_size(&self) -> usize {
+        self.shared().lock().workers
+    }
+
+    /// The configured number of core threads.
+    pub fn core_threads(&self) -> usize {
+        self.shared().config.core_threads
+    }
+}
+
+impl fmt::Debug for ScheduledThreadPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.shared().lock();
+        f.debug_struct("ScheduledThreadPool")
+            .field("run_state", &state.run_state)
+            .field("workers", &state.workers)
+            .field("queued", &state.heap.len())
+            .field("active", &state.active)
+            .field("completed", &state.completed)
+            .finish()
+    }
+}

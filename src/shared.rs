@@ -1,0 +1,483 @@
+//! The pool's shared core (Java's `ScheduledThreadPoolExecutor` plus its
+//! `DelayedWorkQueue`): the lock-protected [`State`], submission, periodic
+//! re-queueing, cancellation, shutdown and termination.
+//!
+//! # Invariants
+//!
+//! - Everything guarded lives in [`State`], behind one mutex: helpers that
+//!   need the lock take `&mut State`, so "must hold the lock" is a type.
+//! - While queued, a task's `heap_index` equals its position in `heap`
+//!   (see [`crate::heap`]); a removed, taken or drained task has `NOT_QUEUED`.
+//! - The run-state check and the push of a submission happen under the same
+//!   lock, so a task is never queued after `shutdown` has purged the queue
+//!   (Java's schedule/shutdown race, A14.60, cannot happen): every accepted
+//!   task runs, is cancelled, or is returned by `shutdown_now`.
+//! - `workers` counts threads started and not yet exited. A worker decides
+//!   to exit and decrements `workers` under one lock, so a submitter that
+//!   sees a worker can count on it. `workers <= max(core_threads, 1)`.
+//! - `active` counts tasks taken and not yet finished; it is raised under
+//!   the lock that pops the task, so `wait_idle` never sees a gap.
+//! - `run_state` only grows: RUNNING < SHUTDOWN < STOP < TERMINATED. The
+//!   atomic mirror in [`Shared`] is written under the lock and read without it.
+//! - No user code (task bodies, their `Drop`s) runs under the lock.
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use crate::clock::{Clock, ClockListener, Nanos};
+use crate::error::Rejected;
+use crate::heap::{HeapEntry, IndexedHeap, Positions, NOT_QUEUED};
+use crate::leader::{Handoff, Leader, Waitable};
+use crate::sync::{AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
+use crate::task::{Header, Job};
+
+pub(crate) const RUNNING: u8 = 0;
+pub(crate) const SHUTDOWN: u8 = 1;
+pub(crate) const STOP: u8 = 2;
+pub(crate) const TERMINATED: u8 = 3;
+
+/// The pool's fixed configuration (from the [`Builder`](crate::Builder)).
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) core_threads: usize,
+    pub(crate) thread_name: String,
+    pub(crate) remove_on_cancel: bool,
+    pub(crate) continue_periodic_after_shutdown: bool,
+    pub(crate) execute_delayed_after_shutdown: bool,
+    /// How long the last worker of a core-0 pool waits on an empty queue
+    /// before exiting (Java's `DEFAULT_KEEPALIVE_MILLIS`).
+    pub(crate) keep_alive: Duration,
+}
+
+/// A heap entry: the ordering key inline, the task behind it.
+pub(crate) struct Entry {
+    pub(crate) deadline: Nanos,
+    pub(crate) seq: u64,
+    pub(crate) task: Arc<dyn Job>,
+}
+
+impl HeapEntry for Entry {
+    #[inline]
+    fn key(&self) -> (u64, u64) {
+        (self.deadline, self.seq)
+    }
+}
+
+/// Records heap positions in the tasks themselves (Java's `setIndex`).
+pub(crate) struct InTask;
+
+impl Positions<Entry> for InTask {
+    #[inline]
+    fn set(&mut self, entry: &Entry, index: usize) {
+        // Written only under the pool lock; Relaxed suffices because every
+        // reader that acts on it holds the lock too.
+        entry
+            .task
+            .header()
+            .heap_index
+            .store(index, Ordering::Relaxed);
+    }
+}
+
+/// Everything the pool lock protects.
+pub(crate) struct State {
+    pub(crate) heap: IndexedHeap<Entry>,
+    pub(crate) leader: Leader,
+    pub(crate) run_state: u8,
+    /// Worker threads started and not yet exited.
+    pub(crate) workers: usize,
+    /// Names the next worker thread.
+    pub(crate) next_worker: usize,
+    /// Tasks taken from the heap and not yet finished.
+    pub(crate) active: usize,
+    pub(crate) completed: u64,
+    pub(crate) accepted: u64,
+    /// Threads blocked in `wait_idle`.
+    pub(crate) idle_waiters: usize,
+}
+
+impl Waitable for State {
+    fn leader(&mut self) -> &mut Leader {
+        &mut self.leader
+    }
+    fn head_deadline(&self) -> Option<Nanos> {
+        self.heap.peek().map(|e| e.deadline)
+    }
+    /// Workers stop waiting once the pool is stopping, or shut down with
+    /// nothing left to run (Java's `getTask` returning null).
+    fn is_closed(&self) -> bool {
+        self.run_state >= STOP || (self.run_state == SHUTDOWN && self.heap.is_empty())
+    }
+}
+
+impl State {
+    /// Queues `task` at its current deadline; true if it became the head.
+    pub(crate) fn push(&mut self, task: Arc<dyn Job>) -> bool {
+        let header = task.header();
+        let entry = Entry {
+            deadline: header.deadline(),
+            seq: header.seq,
+            task,
+        };
+        self.heap.push(entry, &mut InTask)
+    }
+
+    /// Reserves a worker slot if fewer than the core size run (at least one
+    /// even for a core size of 0); returns the new worker's number. Java's
+    /// `ensurePrestart`: at most one new thread per call.
+    pub(crate) fn reserve_worker(&mut self, config: &Config) -> Option<usize> {
+        if self.workers < config.core_threads.max(1) {
+            self.workers += 1;
+            self.next_worker += 1;
+            Some(self.next_worker - 1)
+        } else {
+            None
+        }
+    }
+}
+
+/// What the pool's threads and handles share.
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Leader/follower signalling of the work queue (notify_one only).
+    available: Condvar,
+    /// The termination latch (`await_termination`).
+    terminated: Condvar,
+    /// `wait_idle` waiters.
+    idle: Condvar,
+    pub(crate) clock: Clock,
+    pub(crate) config: Config,
+    /// Mirror of `State::run_state` for lock-free reads.
+    run_state: AtomicU8,
+    next_seq: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(config: Config, clock: Clock) -> Arc<Shared> {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                heap: IndexedHeap::new(),
+                leader: Leader::default(),
+                run_state: RUNNING,
+                workers: 0,
+                next_worker: 0,
+                active: 0,
+                completed: 0,
+                accepted: 0,
+                idle_waiters: 0,
+            }),
+            available: Condvar::new(),
+            terminated: Condvar::new(),
+            idle: Condvar::new(),
+            clock,
+            config,
+            run_state: AtomicU8::new(RUNNING),
+            next_seq: AtomicU64::new(0),
+        });
+        let listener: Weak<dyn ClockListener> = Arc::downgrade(&shared) as Weak<Shared>;
+        shared.clock.subscribe(listener);
+        shared
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock()
+    }
+
+    /// The lock, wrapped so that leaving it hands leadership on.
+    pub(crate) fn handoff(&self) -> Handoff<'_, State> {
+        Handoff::new(self.state.lock(), &self.available)
+    }
+
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.next_seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn run_state(&self) -> u8 {
+        self.run_state.load(Ordering::Acquire)
+    }
+
+    fn set_run_state(&self, state: &mut State, to: u8) {
+        if state.run_state < to {
+            state.run_state = to;
+            self.run_state.store(to, Ordering::Release);
+        }
+    }
+
+    // ===== submission (Java: delayedExecute) =====
+
+    /// Queues a new task, starting a worker if the pool has fewer than its
+    /// core size. The task is dropped (outside the lock) when rejected.
+    pub(crate) fn enqueue(self: &Arc<Self>, task: Arc<dyn Job>) -> Result<(), Rejected> {
+        let mut state = self.handoff();
+        if state.run_state != RUNNING {
+            drop(state);
+            tracing::debug!(target: "schedpool::pool", id = task.header().seq, "task rejected: pool is shut down");
+            return Err(Rejected::shutdown());
+        }
+        state.accepted += 1;
+        if state.push(task.clone()) {
+            state.new_head();
+        }
+        let worker = state.reserve_worker(&self.config);
+        drop(state);
+        match worker {
+            Some(number) => self.start_worker(number, Some(&task)),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts worker `number`. If the thread cannot be created, the slot is
+    /// released; if that leaves the pool with no worker at all, the task just
+    /// queued is taken back and rejected (nothing would ever run it).
+    pub(crate) fn start_worker(
+        self: &Arc<Self>,
+        number: usize,
+        submitted: Option<&Arc<dyn Job>>,
+    ) -> Result<(), Rejected> {
+        let name = format!("{}-{}", self.config.thread_name, number);
+        let shared = Arc::clone(self);
+        let Err(err) = crate::sync::spawn_named(name, move || crate::worker::run(shared)) else {
+            return Ok(());
+        };
+        tracing::error!(target: "schedpool::pool", error = %err, "could not start a worker thread");
+        let mut state = self.lock();
+        state.workers -= 1;
+        let mut taken_back = None;
+        if state.workers == 0 {
+            if let Some(task) = submitted {
+                let index = task.header().heap_index.load(Ordering::Relaxed);
+                let same = state
+                    .heap
+                    .get(index)
+                    .is_some_and(|e| same_task(&e.task, task));
+                if same {
+                    taken_back = Some(state.heap.remove_at(index, &mut InTask));
+                    state.accepted -= 1;
+                }
+            }
+        }
+        self.try_terminate(&mut state);
+        drop(state);
+        match taken_back {
+            Some(entry) => {
+                // Never reached a worker: the caller gets Err and no handle,
+                // so the task is simply dropped.
+                if entry.task.header().try_cancel() {
+                    entry.task.cancelled();
+                }
+                Err(Rejected::no_worker(&err))
+            }
+            None => Ok(()),
+        }
+    }
+
+    // ===== after a run (Java: reExecutePeriodic) =====
+
+    /// May a task with this schedule and deadline run in the current state?
+    /// (Java's `canRunInCurrentRunState`, JDK 9+.)
+    pub(crate) fn can_run(&self, run_state: u8, header: &Header, now: Nanos) -> bool {
+        match run_state {
+            RUNNING => true,
+            SHUTDOWN if header.schedule.is_periodic() => {
+                self.config.continue_periodic_after_shutdown
+            }
+            SHUTDOWN => self.config.execute_delayed_after_shutdown || header.deadline() <= now,
+            _ => false,
+        }
+    }
+
+    /// Requeues a periodic task after its run, under the lock. Returns the
+    /// task back if it may not run again and must be cancelled (outside the
+    /// lock) instead.
+    pub(crate) fn requeue(
+        &self,
+        state: &mut Handoff<'_, State>,
+        task: Arc<dyn Job>,
+    ) -> Option<Arc<dyn Job>> {
+        if !task.header().is_scheduled() {
+            // Cancelled between the end of its run and now: already completed.
+            return None;
+        }
+        if self.can_run(state.run_state, task.header(), 0) {
+            if state.push(task) {
+                state.new_head();
+            }
+            None
+        } else {
+            Some(task)
+        }
+    }
+
+    // ===== cancellation (Java: remove / removeOnCancel) =====
+
+    /// Removes a just-cancelled task (named by its header and data pointer)
+    /// from the heap if it is there.
+    pub(crate) fn remove_cancelled(&self, header: &Header, task: *const u8) -> Option<Entry> {
+        if !self.config.remove_on_cancel {
+            return None;
+        }
+        let mut state = self.handoff();
+        let index = header.heap_index.load(Ordering::Relaxed);
+        let queued = index != NOT_QUEUED
+            && state
+                .heap
+                .get(index)
+                .is_some_and(|e| std::ptr::eq(data_ptr(&e.task), task));
+        if !queued {
+            return None;
+        }
+        let entry = state.heap.remove_at(index, &mut InTask);
+        state.heap.shrink_if_sparse();
+        // Cancelling the last task after shutdown lets the pool terminate:
+        // the Handoff's drop wakes a worker to see that (Java: tryTerminate).
+        Some(entry)
+    }
+
+    // ===== shutdown =====
+
+    /// Java's `shutdown` + `onShutdown`: stop accepting, cancel what the
+    /// policies say may not run, let the rest finish. Never blocks.
+    pub(crate) fn shutdown(&self) {
+        let now = self.clock.now();
+        let removed = {
+            let mut state = self.handoff();
+            if state.run_state != RUNNING {
+                return;
+            }
+            self.set_run_state(&mut state, SHUTDOWN);
+            let config = &self.config;
+            let removed = state.heap.retain(
+                |e| {
+                    let h = e.task.header();
+                    !h.is_cancelled()
+                        && if h.schedule.is_periodic() {
+                            config.continue_periodic_after_shutdown
+                        } else {
+                            config.execute_delayed_after_shutdown || h.deadline() <= now
+                        }
+                },
+                &mut InTask,
+            );
+            self.try_terminate(&mut state);
+            removed
+            // The Handoff's drop wakes a worker if the queue is now empty,
+            // and each exiting worker wakes the next.
+        };
+        tracing::info!(target: "schedpool::pool", cancelled = removed.len(), "pool shutting down");
+        for entry in removed {
+            if entry.task.header().try_cancel() {
+                entry.task.cancelled();
+            }
+        }
+    }
+
+    /// Java's `shutdownNow`: stop, and hand back every queued task that had
+    /// not started, in deadline order.
+    pub(crate) fn shutdown_now(&self) -> Vec<Arc<dyn Job>> {
+        let drained = {
+            let mut state = self.handoff();
+            self.set_run_state(&mut state, STOP);
+            let drained = state.heap.drain_sorted(&mut InTask);
+            state.heap = IndexedHeap::new();
+            self.try_terminate(&mut state);
+            drained
+        };
+        tracing::info!(target: "schedpool::pool", pending = drained.len(), "pool stopping now");
+        drained
+            .into_iter()
+            .map(|e| e.task)
+            .filter(|t| t.header().is_scheduled())
+            .collect()
+    }
+
+    /// Terminates if shut down, with no worker left and nothing queued.
+    pub(crate) fn try_terminate(&self, state: &mut State) {
+        let drained = state.heap.is_empty() || state.run_state >= STOP;
+        if state.run_state >= SHUTDOWN
+            && state.run_state < TERMINATED
+            && state.workers == 0
+            && drained
+        {
+            self.set_run_state(state, TERMINATED);
+            self.terminated.notify_all();
+            self.idle.notify_all();
+            tracing::info!(target: "schedpool::pool", "pool terminated");
+        }
+    }
+
+    /// Blocks until terminated or `timeout` (real time) passed.
+    pub(crate) fn await_termination(&self, timeout: Duration) -> bool {
+        if crate::worker::is_worker_of(self) {
+            // Waiting for ourselves would never end.
+            return self.run_state() == TERMINATED;
+        }
+        let limit = Instant::now().checked_add(timeout);
+        let mut state = self.lock();
+        loop {
+            if state.run_state == TERMINATED {
+                return true;
+            }
+            match limit {
+                Some(limit) => {
+                    if Instant::now() >= limit {
+                        return false;
+                    }
+                    self.terminated.wait_until(&mut state, limit);
+                }
+                None => self.terminated.wait(&mut state),
+            }
+        }
+    }
+
+    // ===== idleness (virtual-time tests) =====
+
+    /// True once no task runs and none is due; false if `timeout` passed.
+    pub(crate) fn wait_idle(&self, timeout: Duration) -> bool {
+        let limit = Instant::now().checked_add(timeout);
+        let mut state = self.lock();
+        state.idle_waiters += 1;
+        let idle = loop {
+            let now = self.clock.now();
+            let due = state.heap.peek().is_some_and(|e| e.deadline <= now);
+            if state.active == 0 && (!due || state.run_state >= STOP) {
+                break true;
+            }
+            match limit {
+                Some(limit) => {
+                    if Instant::now() >= limit {
+                        break false;
+                    }
+                    self.idle.wait_until(&mut state, limit);
+                }
+                None => self.idle.wait(&mut state),
+            }
+        };
+        state.idle_waiters -= 1;
+        idle
+    }
+
+    /// Called under the lock after a run: wakes `wait_idle` callers if the
+    /// pool may have become idle.
+    pub(crate) fn note_finished(&self, state: &mut State) {
+        state.active -= 1;
+        state.completed += 1;
+        if state.active == 0 && state.idle_waiters > 0 {
+            self.idle.notify_all();
+        }
+    }
+}
+
+impl ClockListener for Shared {
+    fn clock_advanced(&self) {
+        self.handoff().new_head();
+    }
+}
+
+/// A task's address, whatever trait object points at it (vtables may differ).
+pub(crate) fn data_ptr<T: ?Sized>(task: &Arc<T>) -> *const u8 {
+    Arc::as_ptr(task) as *const u8
+}
+
+fn same_task(a: &Arc<dyn Job>, b: &Arc<dyn Job>) -> bool {
+    std::ptr::eq(data_ptr(a), data_ptr(b))
+}

@@ -1,0 +1,141 @@
+//! The synchronisation facade: parking_lot and std normally, loom under `cfg(loom)`.
+//!
+//! Every lock, condition variable, atomic, `Arc`, thread spawn and
+//! thread-local in the crate is imported from here, so the loom models in
+//! `tests/loom.rs` check the very code that ships. The API is parking_lot's
+//! (`lock()` returns the guard directly, waits take `&mut MutexGuard`); the
+//! loom side adapts loom's std-like API to it.
+//!
+//! loom does not model time: under loom a timed wait is an untimed wait that
+//! never reports a timeout. Models therefore use deadlines already past or a
+//! `ManualClock`, never a timeout, to make progress.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+#[cfg(not(loom))]
+pub(crate) use std::thread_local;
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+#[cfg(loom)]
+pub(crate) use loom::thread_local;
+
+pub(crate) use imp::{Condvar, Mutex, MutexGuard};
+
+/// Spawns a named, detached thread.
+///
+/// # Errors
+///
+/// The operating system's error when the thread cannot be created.
+pub(crate) fn spawn_named<F>(name: String, f: F) -> std::io::Result<()>
+where
+    F: FnOnce() + Send + 'static,
+{
+    #[cfg(not(loom))]
+    {
+        std::thread::Builder::new().name(name).spawn(f).map(drop)
+    }
+    #[cfg(loom)]
+    {
+        loom::thread::Builder::new().name(name).spawn(f).map(drop)
+    }
+}
+
+#[cfg(not(loom))]
+mod imp {
+    use std::time::Instant;
+
+    pub(crate) use parking_lot::{Mutex, MutexGuard};
+
+    /// parking_lot's `Condvar`, with the two waits the crate uses.
+    #[derive(Debug, Default)]
+    pub(crate) struct Condvar(parking_lot::Condvar);
+
+    impl Condvar {
+        pub(crate) const fn new() -> Self {
+            Condvar(parking_lot::Condvar::new())
+        }
+        pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
+            self.0.wait(guard);
+        }
+        /// Waits until `deadline`; true if it returned because time ran out.
+        pub(crate) fn wait_until<T>(
+            &self,
+            guard: &mut MutexGuard<'_, T>,
+            deadline: Instant,
+        ) -> bool {
+            self.0.wait_until(guard, deadline).timed_out()
+        }
+        pub(crate) fn notify_one(&self) {
+            self.0.notify_one();
+        }
+        /// Only for latches (a task's completion, the pool's termination),
+        /// where every waiter must return; never for the work queue.
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
+        }
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    use std::ops::{Deref, DerefMut};
+    use std::time::Instant;
+
+    /// loom's mutex behind parking_lot's API (no poisoning).
+    #[derive(Debug, Default)]
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+    /// The guard; an `Option` so a wait can hand the inner guard to loom.
+    #[derive(Debug)]
+    pub(crate) struct MutexGuard<'a, T>(Option<loom::sync::MutexGuard<'a, T>>);
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Mutex(loom::sync::Mutex::new(value))
+        }
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            MutexGuard(Some(self.0.lock().unwrap_or_else(|e| e.into_inner())))
+        }
+    }
+
+    impl<T> Deref for MutexGuard<'_, T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            self.0.as_ref().expect("guard present")
+        }
+    }
+    impl<T> DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            self.0.as_mut().expect("guard present")
+        }
+    }
+
+    #[derive(Debug, Default)]
+    pub(crate) struct Condvar(loom::sync::Condvar);
+
+    impl Condvar {
+        pub(crate) fn new() -> Self {
+            Condvar(loom::sync::Condvar::new())
+        }
+        pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
+            let inner = guard.0.take().expect("guard present");
+            guard.0 = Some(self.0.wait(inner).unwrap_or_else(|e| e.into_inner()));
+        }
+        /// loom cannot time out: this is an untimed wait that reports no timeout.
+        pub(crate) fn wait_until<T>(
+            &self,
+            guard: &mut MutexGuard<'_, T>,
+            _deadline: Instant,
+        ) -> bool {
+            self.wait(guard);
+            false
+        }
+        pub(crate) fn notify_one(&self) {
+            self.0.notify_one();
+        }
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
+        }
+    }
+}

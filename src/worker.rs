@@ -1,0 +1,166 @@
+//! A worker thread's life (Java's `ThreadPoolExecutor.runWorker` and
+//! `getTask`, as `ScheduledThreadPoolExecutor` uses them).
+//!
+//! # Invariants
+//!
+//! - A worker takes tasks only through the leader/follower wait
+//!   ([`crate::leader`]), under the pool lock; it raises `active` under the
+//!   same lock that pops the task.
+//! - The bookkeeping of a finished run (`active`, `completed`, requeueing a
+//!   periodic task) happens under the next lock the worker takes anyway, the
+//!   one it waits for its next task under: one lock round-trip per task.
+//! - A task body runs outside every lock, inside `catch_unwind`: a panicking
+//!   task never kills its worker.
+//! - A worker leaves by decrementing `workers` under the lock where it
+//!   decided to leave. If it unwinds instead (a bug, or a panicking hook), a
+//!   drop guard does the same, and starts a replacement if work is queued.
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::shared::{Shared, RUNNING, STOP};
+use crate::sync::thread_local;
+use crate::task::{Job, Ran};
+
+thread_local! {
+    /// The pool this thread works for (its `Shared`'s address), or 0.
+    static CURRENT_POOL: Cell<usize> = const { Cell::new(0) };
+}
+
+/// True if the calling thread is one of `shared`'s workers.
+pub(crate) fn is_worker_of(shared: &Shared) -> bool {
+    CURRENT_POOL.with(|c| c.get() == shared as *const Shared as usize)
+}
+
+/// What a run left to fold into the pool state at the next lock.
+struct Finished {
+    /// A periodic task to requeue.
+    again: Option<Arc<dyn Job>>,
+}
+
+/// Decrements `workers` if the thread unwinds out of its loop.
+struct ExitGuard<'a> {
+    shared: &'a Arc<Shared>,
+    /// A task is taken and not yet accounted for.
+    busy: bool,
+    /// `workers` was already decremented (normal exit).
+    left: bool,
+}
+
+impl Drop for ExitGuard<'_> {
+    fn drop(&mut self) {
+        if self.left {
+            return;
+        }
+        let replacement = {
+            let mut state = self.shared.lock();
+            state.workers -= 1;
+            if self.busy {
+                self.shared.note_finished(&mut state);
+            }
+            let replacement = if state.run_state < STOP && !state.heap.is_empty() {
+                state.reserve_worker(&self.shared.config)
+            } else {
+                None
+            };
+            self.shared.try_terminate(&mut state);
+            replacement
+        };
+        if let Some(number) = replacement {
+            let _ = self.shared.start_worker(number, None);
+        }
+    }
+}
+
+/// The worker thread's main function.
+pub(crate) fn run(shared: Arc<Shared>) {
+    CURRENT_POOL.with(|c| c.set(Arc::as_ptr(&shared) as usize));
+    let mut guard = ExitGuard {
+        shared: &shared,
+        busy: false,
+        left: false,
+    };
+    let mut finished: Option<Finished> = None;
+    loop {
+        let mut state = shared.handoff();
+        if let Some(done) = finished.take() {
+            shared.note_finished(&mut state);
+            guard.busy = false;
+            if let Some(task) = done.again {
+                if let Some(refused) = shared.requeue(&mut state, task) {
+                    // Shut down meanwhile: cancel outside the lock, then go on.
+                    drop(state);
+                    if refused.header().try_cancel() {
+                        refused.cancelled();
+                    }
+                    continue;
+                }
+            }
+        }
+        // The last worker of a core-0 pool leaves after a keep-alive on an
+        // empty queue (Java: timed poll with keepAliveTime).
+        let limit = if shared.config.core_threads == 0 && state.heap.is_empty() {
+            Instant::now().checked_add(shared.config.keep_alive)
+        } else {
+            None
+        };
+        match state.wait_due(&shared.clock, limit) {
+            crate::leader::Wake::Due => {}
+            crate::leader::Wake::TimedOut if !state.heap.is_empty() => continue,
+            crate::leader::Wake::Closed | crate::leader::Wake::TimedOut => {
+                state.workers -= 1;
+                guard.left = true;
+                shared.try_terminate(&mut state);
+                return;
+            }
+        }
+        let entry = state
+            .heap
+            .pop(&mut crate::shared::InTask)
+            .expect("a due head");
+        state.active += 1;
+        guard.busy = true;
+        drop(state); // hands leadership on before the run
+        finished = Some(run_one(&shared, entry.task));
+    }
+}
+
+/// Runs one task taken from the heap; returns what to fold in afterwards.
+fn run_one(shared: &Shared, task: Arc<dyn Job>) -> Finished {
+    let header = task.header();
+    let run_state = shared.run_state();
+    if run_state != RUNNING && !shared.can_run(run_state, header, shared.clock.now()) {
+        // Java: a task whose run starts after STOP, or a periodic task after
+        // shutdown, cancels itself instead of running.
+        if header.try_cancel() {
+            task.cancelled();
+        }
+        return Finished { again: None };
+    }
+    if !header.try_start() {
+        // Cancelled while queued but kept (remove_on_cancel = false): a
+        // no-op run, counted as completed like Java's.
+        return Finished { again: None };
+    }
+    let span = tracing::info_span!(
+        target: "schedpool::task",
+        "task",
+        id = header.seq,
+        kind = header.schedule.kind(),
+        lateness_us = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        let late = shared.clock.now().saturating_sub(header.deadline());
+        span.record("lateness_us", late / 1_000);
+    }
+    let _entered = span.enter();
+    match task.run(&shared.clock) {
+        Ran::Done => Finished { again: None },
+        Ran::Again(_) => Finished { again: Some(task) },
+        Ran::Panicked(message) => {
+            tracing::error!(target: "schedpool::task", id = header.seq, panic = %message, "task panicked");
+            Finished { again: None }
+        }
+    }
+}
