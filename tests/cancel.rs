@@ -1,0 +1,214 @@
+//! Cancellation: O(log n) removal, closure dropped at once, return values,
+//! races with runs, Java's retention policy when asked for.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{eventually, Gate, PoolGuard};
+use schedpool::{ScheduledThreadPool, TaskError};
+
+/// Counts drops of the closure's captured state.
+struct DropCounter(Arc<AtomicUsize>);
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn cancel_removes_at_once_and_drops_the_closure() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let handles: Vec<_> = (0..1000)
+        .map(|i| {
+            let token = DropCounter(drops.clone());
+            pool.schedule(
+                move || {
+                    let _t = &token;
+                    i
+                },
+                Duration::from_secs(3600 + i),
+            )
+            .unwrap()
+        })
+        .collect();
+    assert_eq!(pool.queue_len(), 1000);
+    for (n, h) in handles.iter().enumerate().rev() {
+        assert!(h.cancel());
+        assert!(!h.cancel(), "a second cancel returns false");
+        assert!(h.is_cancelled() && h.is_done());
+        assert_eq!(pool.queue_len(), n, "removed from the queue at once");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1000 - n,
+            "closure dropped at once"
+        );
+    }
+    for h in handles {
+        assert_eq!(h.join(), Err(TaskError::Cancelled));
+    }
+}
+
+#[test]
+fn cancel_after_completion_returns_false() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    let h = pool.submit(|| 1).unwrap();
+    assert!(h.wait_timeout(common::EVENTUALLY));
+    assert!(!h.cancel());
+    assert!(!h.is_cancelled());
+    assert_eq!(h.join(), Ok(1));
+}
+
+#[test]
+fn cancel_during_a_run_reports_cancelled_at_once() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    let (started, release) = (Gate::new(), Gate::new());
+    let (s, r) = (started.clone(), release.clone());
+    let h = pool
+        .submit(move || {
+            s.open();
+            r.wait();
+            7
+        })
+        .unwrap();
+    started.wait();
+    assert!(h.cancel(), "a running task can be cancelled");
+    assert!(
+        h.is_done() && h.is_cancelled(),
+        "done at once, while the body still runs"
+    );
+    assert!(h.wait_timeout(Duration::ZERO));
+    release.open();
+    assert_eq!(h.join(), Err(TaskError::Cancelled));
+    eventually("the run still counts", || pool.completed_task_count() == 1);
+}
+
+#[test]
+fn a_periodic_task_cancelled_mid_run_runs_no_more() {
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (started, release) = (Gate::new(), Gate::new());
+    let (s, r, n) = (started.clone(), release.clone(), runs.clone());
+    let h = pool
+        .schedule_at_fixed_rate(
+            move || {
+                n.fetch_add(1, Ordering::SeqCst);
+                s.open();
+                r.wait();
+            },
+            Duration::ZERO,
+            Duration::from_millis(1),
+        )
+        .unwrap();
+    started.wait();
+    assert!(h.cancel());
+    release.open();
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(pool.queue_len(), 0);
+}
+
+#[test]
+fn a_task_can_cancel_itself() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    // Hold the only worker until the task has its own handle.
+    let gate = Gate::new();
+    let g = gate.clone();
+    pool.execute(move || g.wait()).unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let slot: Arc<std::sync::Mutex<Option<schedpool::ScheduledHandle<()>>>> = Arc::default();
+    let (n, me) = (runs.clone(), slot.clone());
+    let h = pool
+        .schedule_at_fixed_rate(
+            move || {
+                if n.fetch_add(1, Ordering::SeqCst) + 1 == 5 {
+                    assert!(me
+                        .lock()
+                        .unwrap()
+                        .as_ref()
+                        .expect("handle in place")
+                        .cancel());
+                }
+            },
+            Duration::ZERO,
+            Duration::from_millis(1),
+        )
+        .unwrap();
+    *slot.lock().unwrap() = Some(h);
+    gate.open();
+    eventually("self-cancelled", || {
+        slot.lock().unwrap().as_ref().unwrap().is_cancelled()
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(runs.load(Ordering::SeqCst), 5, "never more than 5 runs");
+    assert_eq!(pool.queue_len(), 0);
+}
+
+#[test]
+fn cancel_racing_the_run_runs_at_most_once_and_tells_the_truth() {
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    for _ in 0..2000 {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        let h = pool
+            .submit(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        let cancelled = h.cancel();
+        let result = h.join();
+        if cancelled {
+            assert_eq!(result, Err(TaskError::Cancelled));
+        } else {
+            assert_eq!(result, Ok(()));
+            assert_eq!(ran.load(Ordering::SeqCst), 1);
+        }
+        assert!(ran.load(Ordering::SeqCst) <= 1);
+    }
+}
+
+#[test]
+fn java_retention_policy_keeps_cancelled_tasks_until_due() {
+    let pool = PoolGuard(
+        ScheduledThreadPool::builder()
+            .core_threads(1)
+            .remove_on_cancel(false)
+            .build()
+            .unwrap(),
+    );
+    let h = pool.schedule(|| (), Duration::from_millis(30)).unwrap();
+    assert!(h.cancel());
+    assert_eq!(pool.queue_len(), 1, "Java's default keeps it queued");
+    assert_eq!(h.join(), Err(TaskError::Cancelled));
+    eventually("no-op run at its deadline", || {
+        pool.completed_task_count() == 1
+    });
+    assert_eq!(pool.queue_len(), 0);
+}
+
+#[test]
+fn cancelling_every_pending_task_empties_the_queue() {
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    let handles: Vec<_> = (0..100_000u64)
+        .map(|i| {
+            pool.schedule(|| (), Duration::from_secs(3600 + i % 3600))
+                .unwrap()
+        })
+        .collect();
+    // Random order (a fixed permutation) exercises removal from the middle.
+    let mut order: Vec<usize> = (0..handles.len()).collect();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for i in (1..order.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    for i in order {
+        assert!(handles[i].cancel());
+    }
+    assert_eq!(pool.queue_len(), 0);
+}

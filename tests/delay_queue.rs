@@ -1,0 +1,242 @@
+//! DelayQueue: order, FIFO ties, keys, blocking takes, close, clocks.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use schedpool::{DelayItem, DelayQueue, Delayed, ManualClock};
+
+const LONG: Duration = Duration::from_secs(3600);
+
+#[test]
+fn elements_come_out_in_deadline_order_never_early() {
+    let q = DelayQueue::new();
+    let start = Instant::now();
+    for ms in [30u64, 10, 20, 0, 40] {
+        q.put(DelayItem::new(ms, Duration::from_millis(ms)));
+    }
+    let mut got = Vec::new();
+    while let Some(item) = q.take() {
+        assert!(
+            Instant::now() >= item.deadline(),
+            "taken before its deadline"
+        );
+        assert!(start.elapsed() >= Duration::from_millis(*item.value()));
+        got.push(item.into_inner());
+        if q.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(got, vec![0, 10, 20, 30, 40]);
+}
+
+#[test]
+fn equal_deadlines_are_fifo() {
+    let q = DelayQueue::new();
+    let at = Instant::now();
+    for i in 0..1000 {
+        q.put(DelayItem::at(i, at));
+    }
+    let got: Vec<i32> = q
+        .drain_expired()
+        .into_iter()
+        .map(DelayItem::into_inner)
+        .collect();
+    assert_eq!(got, (0..1000).collect::<Vec<_>>());
+}
+
+#[test]
+fn remove_by_key_and_stale_keys() {
+    let q = DelayQueue::new();
+    let a = q.put(DelayItem::new("a", LONG));
+    let b = q.put(DelayItem::new("b", LONG));
+    let c = q.put(DelayItem::new("c", Duration::ZERO));
+    assert_eq!(q.len(), 3);
+    assert_eq!(q.remove(b).map(DelayItem::into_inner), Some("b"));
+    assert_eq!(q.remove(b), None, "a removed key is stale");
+    assert_eq!(q.poll().map(DelayItem::into_inner), Some("c"));
+    assert_eq!(q.remove(c), None, "a taken key is stale");
+    // A new element may reuse b's storage; b's key must not reach it.
+    let d = q.put(DelayItem::new("d", LONG));
+    assert_eq!(q.remove(b), None);
+    q.clear();
+    assert_eq!(q.remove(a), None, "a cleared key is stale");
+    assert_eq!(q.remove(d), None);
+    assert!(q.is_empty());
+}
+
+#[test]
+fn poll_only_returns_due_elements() {
+    let q = DelayQueue::new();
+    q.put(DelayItem::new(1, LONG));
+    assert!(q.poll().is_none());
+    assert_eq!(q.len(), 1, "PollUnexpired: size unchanged");
+    let start = Instant::now();
+    assert!(q.poll_timeout(Duration::from_millis(30)).is_none());
+    assert!(
+        start.elapsed() >= Duration::from_millis(30),
+        "timed poll waits its timeout"
+    );
+    assert!(q.peek_deadline().unwrap() > Instant::now());
+    assert!(q.drain_expired().is_empty());
+}
+
+#[test]
+fn blocked_take_wakes_for_an_earlier_head() {
+    let q = Arc::new(DelayQueue::new());
+    q.put(DelayItem::new("far", LONG));
+    let taker = {
+        let q = q.clone();
+        thread::spawn(move || q.take().map(DelayItem::into_inner))
+    };
+    thread::sleep(Duration::from_millis(50)); // let it become leader on "far"
+    q.put(DelayItem::new("near", Duration::from_millis(10)));
+    assert_eq!(taker.join().unwrap(), Some("near"));
+}
+
+#[test]
+fn many_takers_all_receive() {
+    let q = Arc::new(DelayQueue::<DelayItem<u64>>::new());
+    let taken = Arc::new(AtomicUsize::new(0));
+    let takers: Vec<_> = (0..8)
+        .map(|_| {
+            let (q, taken) = (q.clone(), taken.clone());
+            thread::spawn(move || {
+                while let Some(item) = q.take() {
+                    assert!(Instant::now() >= item.deadline());
+                    taken.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    for i in 0..400u64 {
+        q.put(DelayItem::new(i, Duration::from_millis(i % 37)));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while taken.load(Ordering::SeqCst) < 400 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    q.close();
+    for t in takers {
+        t.join().unwrap();
+    }
+    assert_eq!(taken.load(Ordering::SeqCst), 400);
+}
+
+#[test]
+fn close_wakes_every_blocked_taker() {
+    let q: Arc<DelayQueue<DelayItem<()>>> = Arc::new(DelayQueue::new());
+    q.put(DelayItem::new((), LONG));
+    let barrier = Arc::new(Barrier::new(5));
+    let takers: Vec<_> = (0..4)
+        .map(|i| {
+            let (q, barrier) = (q.clone(), barrier.clone());
+            thread::spawn(move || {
+                barrier.wait();
+                if i % 2 == 0 {
+                    q.take()
+                } else {
+                    q.poll_timeout(LONG)
+                }
+            })
+        })
+        .collect();
+    barrier.wait();
+    thread::sleep(Duration::from_millis(50));
+    q.close();
+    for t in takers {
+        assert!(t.join().unwrap().is_none());
+    }
+    assert!(q.is_closed());
+    assert!(q.take().is_none(), "never blocks once closed");
+    assert_eq!(q.len(), 1, "close keeps the elements");
+}
+
+#[test]
+fn deadline_is_read_once_at_put() {
+    /// A user type whose deadline changes after it was put.
+    struct Shifty {
+        calls: std::cell::Cell<u32>,
+        base: Instant,
+        id: u32,
+    }
+    impl Delayed for Shifty {
+        fn deadline(&self) -> Instant {
+            let n = self.calls.get();
+            self.calls.set(n + 1);
+            // First call: the real deadline; later calls: nonsense.
+            if n == 0 {
+                self.base + Duration::from_millis(u64::from(self.id))
+            } else {
+                self.base + LONG * (self.id % 3)
+            }
+        }
+    }
+    let q = DelayQueue::new();
+    let base = Instant::now() - Duration::from_secs(1);
+    for id in (0..50).rev() {
+        q.put(Shifty {
+            calls: Default::default(),
+            base,
+            id,
+        });
+    }
+    let order: Vec<u32> = q.drain_expired().into_iter().map(|s| s.id).collect();
+    assert_eq!(order, (0..50).collect::<Vec<_>>());
+}
+
+#[test]
+fn huge_deadlines_do_not_overflow() {
+    let q = DelayQueue::new();
+    q.put(DelayItem::new("never", Duration::MAX));
+    q.put(DelayItem::new("now", Duration::ZERO));
+    assert_eq!(q.poll().map(DelayItem::into_inner), Some("now"));
+    assert!(q.poll().is_none());
+    assert!(q.poll_timeout(Duration::from_millis(5)).is_none());
+    assert!(q.peek_deadline().unwrap() > Instant::now() + Duration::from_secs(100 * 365 * 86_400));
+}
+
+#[test]
+fn manual_clock_drives_deadlines() {
+    let clock = ManualClock::new();
+    let q = Arc::new(DelayQueue::with_clock(clock.clone()));
+    q.put(DelayItem::at("sms", clock.now() + Duration::from_secs(60)));
+    q.put(DelayItem::at(
+        "email",
+        clock.now() + Duration::from_secs(120),
+    ));
+    let taker = {
+        let q = q.clone();
+        thread::spawn(move || q.take().map(DelayItem::into_inner))
+    };
+    thread::sleep(Duration::from_millis(20));
+    assert!(!taker.is_finished(), "nothing is due on a frozen clock");
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(taker.join().unwrap(), Some("sms"));
+    assert!(q.poll().is_none());
+    assert!(
+        q.poll_timeout(Duration::from_millis(10)).is_none(),
+        "timeouts stay real time"
+    );
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(q.poll().map(DelayItem::into_inner), Some("email"));
+}
+
+#[test]
+fn values_are_dropped_outside_the_lock() {
+    // A value whose Drop calls back into the queue must not deadlock.
+    struct Reentrant(Arc<DelayQueue<DelayItem<u32>>>);
+    impl Drop for Reentrant {
+        fn drop(&mut self) {
+            let _ = self.0.len();
+        }
+    }
+    let inner = Arc::new(DelayQueue::new());
+    let q = DelayQueue::new();
+    for _ in 0..3 {
+        q.put(DelayItem::new(Reentrant(inner.clone()), LONG));
+    }
+    q.clear();
+    assert!(q.is_empty());
+}

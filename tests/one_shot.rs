@@ -1,0 +1,201 @@
+//! One-shot tasks: execute, submit, schedule; order, FIFO, counters, threads.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{eventually, Gate, Log, PoolGuard};
+use schedpool::ScheduledThreadPool;
+
+#[test]
+fn schedule_never_runs_early() {
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    let handles: Vec<_> = (0..20u64)
+        .map(|i| {
+            let delay = Duration::from_millis(i * 3);
+            let start = Instant::now();
+            (
+                delay,
+                pool.schedule(move || start.elapsed(), delay).unwrap(),
+            )
+        })
+        .collect();
+    for (delay, h) in handles {
+        let ran_after = h.join().unwrap();
+        assert!(
+            ran_after >= delay,
+            "ran after {ran_after:?}, due after {delay:?}"
+        );
+        assert!(ran_after < delay + Duration::from_secs(10), "absurdly late");
+    }
+}
+
+#[test]
+fn execute_is_fifo_on_one_thread() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    let gate = Gate::new();
+    let g = gate.clone();
+    pool.execute(move || g.wait()).unwrap();
+    let log = Log::new();
+    for i in 0..1000 {
+        let log = log.clone();
+        if i % 3 == 0 {
+            pool.schedule(move || log.push(i), Duration::ZERO).unwrap();
+        } else {
+            pool.execute(move || log.push(i)).unwrap();
+        }
+    }
+    gate.open();
+    eventually("all ran", || log.len() == 1000);
+    assert_eq!(log.get(), (0..1000).collect::<Vec<_>>());
+}
+
+#[test]
+fn mixed_delays_run_in_deadline_order() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    let log = Log::new();
+    let delays = [50u64, 10, 40, 0, 30, 20];
+    for d in delays {
+        let log = log.clone();
+        pool.schedule(move || log.push(d), Duration::from_millis(d))
+            .unwrap();
+    }
+    eventually("all ran", || log.len() == delays.len());
+    assert_eq!(log.get(), vec![0, 10, 20, 30, 40, 50]);
+}
+
+#[test]
+fn submit_returns_the_value() {
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    let h = pool.submit(|| vec![1, 2, 3]).unwrap();
+    assert_eq!(h.join().unwrap(), vec![1, 2, 3]);
+    let h = pool.submit(|| "x".to_string()).unwrap();
+    assert!(h.wait_timeout(common::EVENTUALLY));
+    assert!(h.is_done() && !h.is_cancelled());
+    assert_eq!(h.delay(), Duration::ZERO);
+    assert_eq!(h.join().unwrap(), "x");
+}
+
+#[test]
+fn threads_start_lazily_one_per_submission_up_to_core() {
+    let pool = PoolGuard(
+        ScheduledThreadPool::builder()
+            .core_threads(3)
+            .thread_name("lazy")
+            .build()
+            .unwrap(),
+    );
+    assert_eq!(pool.pool_size(), 0, "no thread before the first task");
+    let gate = Gate::new();
+    let names = Log::new();
+    for _ in 0..5 {
+        let (g, names) = (gate.clone(), names.clone());
+        pool.execute(move || {
+            names.push(std::thread::current().name().unwrap().to_string());
+            g.wait();
+        })
+        .unwrap();
+    }
+    eventually("three running", || pool.active_count() == 3);
+    assert_eq!(pool.pool_size(), 3);
+    gate.open();
+    eventually("all ran", || names.len() == 5);
+    let mut distinct = names.get();
+    distinct.sort();
+    distinct.dedup();
+    assert!(
+        distinct
+            .iter()
+            .all(|n| ["lazy-0", "lazy-1", "lazy-2"].contains(&n.as_str())),
+        "{distinct:?}"
+    );
+}
+
+#[test]
+fn counters_follow_the_work() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    assert_eq!(
+        (
+            pool.task_count(),
+            pool.completed_task_count(),
+            pool.queue_len()
+        ),
+        (0, 0, 0)
+    );
+    let gate = Gate::new();
+    let g = gate.clone();
+    pool.execute(move || g.wait()).unwrap();
+    eventually("running", || pool.active_count() == 1);
+    for _ in 0..3 {
+        pool.schedule(|| {}, Duration::from_millis(1)).unwrap();
+    }
+    assert_eq!(pool.task_count(), 4);
+    assert_eq!(pool.queue_len(), 3);
+    assert_eq!(pool.completed_task_count(), 0);
+    gate.open();
+    eventually("all completed", || pool.completed_task_count() == 4);
+    assert_eq!(pool.queue_len(), 0);
+    eventually("idle", || pool.active_count() == 0);
+}
+
+#[test]
+fn zero_core_threads_still_runs_tasks_with_one_thread() {
+    let pool = PoolGuard(ScheduledThreadPool::new(0));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    let h = pool
+        .schedule(
+            move || r.fetch_add(1, Ordering::SeqCst),
+            Duration::from_millis(12),
+        )
+        .unwrap();
+    assert_eq!(pool.pool_size(), 1, "exactly one thread even with core 0");
+    h.join().unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    eventually("the keep-alive lets the worker go", || {
+        pool.pool_size() == 0
+    });
+    // And the pool starts a new one for the next task.
+    assert_eq!(pool.submit(|| 5).unwrap().join().unwrap(), 5);
+}
+
+#[test]
+fn huge_delays_never_come_due_and_never_panic() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    let gate = Gate::new();
+    let g = gate.clone();
+    pool.execute(move || g.wait()).unwrap();
+    let due = pool.submit(|| "due").unwrap();
+    let never = pool.schedule(|| "never", Duration::MAX).unwrap();
+    let never_rate = pool
+        .schedule_at_fixed_rate(|| {}, Duration::MAX, Duration::MAX)
+        .unwrap();
+    let never_delay = pool
+        .schedule_with_fixed_delay(|| {}, Duration::MAX, Duration::MAX)
+        .unwrap();
+    gate.open();
+    assert_eq!(due.join().unwrap(), "due");
+    assert!(!never.is_done());
+    assert!(never.delay() > Duration::from_secs(100 * 365 * 86_400));
+    assert!(!never_rate.is_done() && !never_delay.is_done());
+}
+
+#[test]
+fn tasks_can_schedule_more_tasks() {
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    let count = Arc::new(AtomicUsize::new(0));
+    fn chain(pool: ScheduledThreadPool, count: Arc<AtomicUsize>, left: usize) {
+        count.fetch_add(1, Ordering::SeqCst);
+        if left > 0 {
+            let p = pool.clone();
+            pool.execute(move || chain(p, count, left - 1)).unwrap();
+        }
+    }
+    let (p, c) = (pool.0.clone(), count.clone());
+    pool.execute(move || chain(p, c, 10_000)).unwrap();
+    eventually("10,001 chained tasks ran", || {
+        count.load(Ordering::SeqCst) == 10_001
+    });
+}

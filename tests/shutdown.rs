@@ -1,0 +1,276 @@
+//! Shutdown: both policies, shutdown_now contents, termination, drop of the
+//! last clone, calls from inside tasks, and the schedule/shutdown race.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{eventually, Gate, Log, PoolGuard, EVENTUALLY};
+use schedpool::{ScheduledThreadPool, TaskError};
+
+#[test]
+fn shutdown_rejects_new_work_and_lets_delayed_one_shots_run() {
+    let pool = ScheduledThreadPool::new(2);
+    let start = Instant::now();
+    let delayed = pool
+        .schedule(move || start.elapsed(), Duration::from_millis(100))
+        .unwrap();
+    let periodic = pool
+        .schedule_at_fixed_rate(|| {}, Duration::from_millis(1), Duration::from_millis(1))
+        .unwrap();
+    assert!(!pool.is_shutdown());
+    pool.shutdown();
+    pool.shutdown(); // idempotent
+    assert!(pool.is_shutdown());
+    assert!(pool.execute(|| {}).unwrap_err().is_shutdown());
+    assert!(pool
+        .schedule(|| 1, Duration::ZERO)
+        .unwrap_err()
+        .is_shutdown());
+    assert!(pool
+        .schedule_at_fixed_rate(|| {}, Duration::ZERO, Duration::from_secs(1))
+        .unwrap_err()
+        .is_shutdown());
+    assert_eq!(
+        periodic.join(),
+        Err(TaskError::Cancelled),
+        "periodic tasks are cancelled by default"
+    );
+    assert!(!pool.is_terminated(), "waits for the delayed task");
+    assert!(pool.await_termination(EVENTUALLY));
+    assert!(delayed.join().unwrap() >= Duration::from_millis(100));
+    assert!(pool.is_terminated());
+    assert_eq!(pool.pool_size(), 0);
+}
+
+#[test]
+fn shutdown_with_execute_delayed_false_cancels_pending_delayed_tasks_only() {
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(1)
+        .execute_delayed_after_shutdown(false)
+        .build()
+        .unwrap();
+    let gate = Gate::new();
+    let g = gate.clone();
+    pool.execute(move || g.wait()).unwrap();
+    let due = pool.submit(|| "due").unwrap();
+    let later = pool
+        .schedule(|| "later", Duration::from_secs(3600))
+        .unwrap();
+    pool.shutdown();
+    assert_eq!(later.join(), Err(TaskError::Cancelled));
+    gate.open();
+    assert_eq!(due.join(), Ok("due"), "already-due tasks still run");
+    assert!(pool.await_termination(EVENTUALLY));
+}
+
+#[test]
+fn continue_periodic_after_shutdown_keeps_ticking_until_shutdown_now() {
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(1)
+        .continue_periodic_after_shutdown(true)
+        .build()
+        .unwrap();
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let t = ticks.clone();
+    let h = pool
+        .schedule_at_fixed_rate(
+            move || {
+                t.fetch_add(1, Ordering::SeqCst);
+            },
+            Duration::ZERO,
+            Duration::from_millis(2),
+        )
+        .unwrap();
+    pool.shutdown();
+    let before = ticks.load(Ordering::SeqCst);
+    eventually("still ticking after shutdown", || {
+        ticks.load(Ordering::SeqCst) > before + 3
+    });
+    assert!(!pool.await_termination(Duration::from_millis(20)));
+    let pending = pool.shutdown_now();
+    drop(pending);
+    assert!(pool.await_termination(EVENTUALLY));
+    assert_eq!(h.join(), Err(TaskError::Cancelled));
+}
+
+#[test]
+fn shutdown_now_returns_every_task_that_never_started() {
+    let pool = ScheduledThreadPool::new(1);
+    let (started, release) = (Gate::new(), Gate::new());
+    let (s, r) = (started.clone(), release.clone());
+    let running = pool
+        .submit(move || {
+            s.open();
+            r.wait();
+            "finished"
+        })
+        .unwrap();
+    started.wait();
+    let ran = Log::new();
+    let mut handles = Vec::new();
+    for i in 0..3u64 {
+        let ran = ran.clone();
+        handles.push(
+            pool.schedule(move || ran.push(i), Duration::from_millis(300 - i * 100))
+                .unwrap(),
+        );
+    }
+    let rate = pool
+        .schedule_at_fixed_rate(|| {}, Duration::from_secs(60), Duration::from_secs(1))
+        .unwrap();
+    let delay = pool
+        .schedule_with_fixed_delay(|| {}, Duration::from_secs(60), Duration::from_secs(1))
+        .unwrap();
+    let pending = pool.shutdown_now();
+    assert_eq!(pending.len(), 5);
+    let ids: Vec<u64> = pending.iter().map(|p| p.id()).collect();
+    let expected = vec![
+        handles[2].id(),
+        handles[1].id(),
+        handles[0].id(),
+        rate.id(),
+        delay.id(),
+    ];
+    assert_eq!(ids, expected, "deadline order");
+    assert!(
+        handles.iter().all(|h| !h.is_done()),
+        "not cancelled until dropped"
+    );
+    assert_eq!(pool.queue_len(), 0);
+    assert!(pool.schedule(|| 0, Duration::ZERO).is_err());
+    let mut pending = pending.into_iter();
+    pending.next().unwrap().run(); // run one by hand
+    drop(pending); // the rest complete as cancelled
+    assert_eq!(ran.get(), vec![2]);
+    let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+    assert_eq!(
+        results,
+        vec![Err(TaskError::Cancelled), Err(TaskError::Cancelled), Ok(())]
+    );
+    assert_eq!(rate.join(), Err(TaskError::Cancelled));
+    assert_eq!(delay.join(), Err(TaskError::Cancelled));
+    release.open();
+    assert_eq!(running.join(), Ok("finished"), "running tasks finish");
+    assert!(pool.await_termination(EVENTUALLY));
+}
+
+#[test]
+fn await_termination_times_out_on_a_stuck_task() {
+    let pool = ScheduledThreadPool::new(1);
+    let gate = Gate::new();
+    let g = gate.clone();
+    pool.execute(move || g.wait()).unwrap();
+    eventually("running", || pool.active_count() == 1);
+    assert!(pool.shutdown_now().is_empty());
+    let start = Instant::now();
+    assert!(!pool.await_termination(Duration::from_millis(50)));
+    assert!(start.elapsed() >= Duration::from_millis(50));
+    gate.open();
+    assert!(pool.await_termination(EVENTUALLY));
+}
+
+#[test]
+fn dropping_the_last_clone_shuts_down_without_blocking() {
+    let pool = ScheduledThreadPool::new(1);
+    let clone = pool.clone();
+    let observer = pool.clone();
+    let h = pool
+        .schedule(|| "still runs", Duration::from_millis(50))
+        .unwrap();
+    drop(pool);
+    drop(clone);
+    assert!(!observer.is_shutdown(), "one clone is still alive");
+    let start = Instant::now();
+    drop(observer);
+    assert!(
+        start.elapsed() < Duration::from_millis(40),
+        "drop does not wait for the task"
+    );
+    assert_eq!(
+        h.join(),
+        Ok("still runs"),
+        "shutdown policy: delayed one-shots still run"
+    );
+}
+
+#[test]
+fn shutdown_and_await_from_inside_a_task() {
+    let pool = ScheduledThreadPool::new(2);
+    let p = pool.clone();
+    let h = pool
+        .submit(move || {
+            p.shutdown();
+            let from_inside = p.await_termination(Duration::from_secs(5));
+            let cancel_inside = p.schedule(|| (), Duration::ZERO).is_err();
+            (from_inside, cancel_inside)
+        })
+        .unwrap();
+    assert_eq!(
+        h.join().unwrap(),
+        (false, true),
+        "await_termination from a pool thread returns false at once"
+    );
+    assert!(pool.await_termination(EVENTUALLY));
+}
+
+#[test]
+fn the_last_pool_handle_dropped_inside_a_worker() {
+    let pool = ScheduledThreadPool::new(1);
+    let observer_done = Arc::new(AtomicUsize::new(0));
+    let d = observer_done.clone();
+    let inner = pool.clone();
+    let gate = Gate::new();
+    let g = gate.clone();
+    let h = pool
+        .submit(move || {
+            g.wait();
+            drop(inner); // the last clone goes, inside a worker
+            d.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    drop(pool);
+    gate.open();
+    assert_eq!(h.join(), Ok(()));
+    assert_eq!(observer_done.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn schedule_racing_shutdown_loses_nothing() {
+    for _ in 0..50 {
+        let pool = ScheduledThreadPool::new(2);
+        let producers: Vec<_> = (0..2)
+            .map(|_| {
+                let pool = pool.clone();
+                std::thread::spawn(move || {
+                    let mut accepted = Vec::new();
+                    for i in 0..200u64 {
+                        match pool.schedule(move || i, Duration::from_micros(i % 50)) {
+                            Ok(h) => accepted.push(h),
+                            Err(e) => assert!(e.is_shutdown()),
+                        }
+                    }
+                    accepted
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_micros(300));
+        pool.shutdown();
+        for p in producers {
+            for h in p.join().unwrap() {
+                // Default policy: every accepted one-shot runs.
+                assert!(h.wait_timeout(EVENTUALLY), "an accepted task hung");
+                assert!(h.join().is_ok());
+            }
+        }
+        assert!(pool.await_termination(EVENTUALLY));
+    }
+}
+
+#[test]
+fn guard_pattern_terminates() {
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    pool.schedule(|| (), Duration::from_secs(3600)).unwrap();
+}
