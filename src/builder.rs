@@ -3,9 +3,15 @@
 use std::io;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use crate::clock::{Clock, ManualClock};
+use crate::hooks::{Hooks, RunInfo, TaskPanic};
 use crate::pool::ScheduledThreadPool;
 use crate::shared::{Config, Shared};
+
+/// The most worker threads a pool may be configured with.
+const MAX_THREADS: usize = 32_768;
 
 /// Configures a [`ScheduledThreadPool`] (rayon's `ThreadPoolBuilder`, Java's
 /// constructor arguments and policy setters).
@@ -31,6 +37,8 @@ pub struct Builder {
     continue_periodic_after_shutdown: bool,
     execute_delayed_after_shutdown: bool,
     clock: Clock,
+    starvation_threshold: Duration,
+    hooks: Hooks,
 }
 
 impl Default for Builder {
@@ -42,6 +50,8 @@ impl Default for Builder {
             continue_periodic_after_shutdown: false,
             execute_delayed_after_shutdown: true,
             clock: Clock::Real,
+            starvation_threshold: Duration::from_millis(100),
+            hooks: Hooks::default(),
         }
     }
 }
@@ -104,17 +114,79 @@ impl Builder {
         self
     }
 
+    /// Called with every panic caught in a task (the payload and the task's
+    /// id), whatever the task's [`OnPanic`](crate::OnPanic) policy. Runs on
+    /// the worker thread; a panic inside it is contained.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let s = seen.clone();
+    /// let pool = ScheduledThreadPool::builder()
+    ///     .core_threads(1)
+    ///     .panic_handler(move |p| s.lock().unwrap().push((p.id(), p.message().to_owned())))
+    ///     .build()?;
+    /// let h = pool.submit(|| panic!("boom"))?;
+    /// let id = h.id();
+    /// assert!(h.join().is_err());
+    /// pool.shutdown().await_termination(std::time::Duration::from_secs(5));
+    /// assert_eq!(*seen.lock().unwrap(), vec![(id, "boom".to_owned())]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn panic_handler(mut self, handler: impl Fn(TaskPanic) + Send + Sync + 'static) -> Self {
+        self.hooks.panic = Some(Arc::new(handler));
+        self
+    }
+
+    /// Called on the worker thread just before each run (Java's
+    /// `beforeExecute`). A panic inside it is contained.
+    pub fn before_execute(mut self, hook: impl Fn(&RunInfo) + Send + Sync + 'static) -> Self {
+        self.hooks.before = Some(Arc::new(hook));
+        self
+    }
+
+    /// Called on the worker thread just after each run, with the panic
+    /// message if the run panicked (Java's `afterExecute`). A panic inside
+    /// it is contained.
+    pub fn after_execute(
+        mut self,
+        hook: impl Fn(&RunInfo, Option<&str>) + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.after = Some(Arc::new(hook));
+        self
+    }
+
+    /// A run that starts later than this after its due time (because every
+    /// worker was busy) logs a `WARN` event (pool starvation), at most once
+    /// a second. Default 100 ms; `Duration::MAX` turns it off.
+    pub fn starvation_threshold(mut self, threshold: Duration) -> Self {
+        self.starvation_threshold = threshold;
+        self
+    }
+
     /// Builds the pool. No thread starts until the first submission.
     ///
     /// # Errors
     ///
     /// `InvalidInput` if the thread name contains a NUL byte (the OS could
-    /// not name the threads).
+    /// not name the threads), or if more than 32,768 core threads are asked
+    /// for (no OS would start them; the pool would fail at its first tasks).
     pub fn build(self) -> io::Result<ScheduledThreadPool> {
         if self.thread_name.contains('\0') {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "thread name prefix must not contain a NUL byte",
+            ));
+        }
+        if self.core_threads > MAX_THREADS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "core_threads {} exceeds the maximum of {MAX_THREADS}",
+                    self.core_threads
+                ),
             ));
         }
         let config = Config {
@@ -124,6 +196,8 @@ impl Builder {
             continue_periodic_after_shutdown: self.continue_periodic_after_shutdown,
             execute_delayed_after_shutdown: self.execute_delayed_after_shutdown,
             keep_alive: Duration::from_millis(10),
+            starvation_threshold: self.starvation_threshold,
+            hooks: self.hooks,
         };
         Ok(ScheduledThreadPool::from_shared(Shared::new(
             config, self.clock,

@@ -57,6 +57,14 @@ impl<T> Completion<T> {
         true
     }
 
+    /// The panic message, if the task completed with a panic.
+    pub(crate) fn panic_message(&self) -> Option<String> {
+        match &*self.outcome.lock() {
+            Outcome::Ready(Err(TaskError::Panicked(message))) => Some(message.clone()),
+            _ => None,
+        }
+    }
+
     /// Blocks up to `timeout` (real time) for a result; true once there is one.
     pub(crate) fn wait_timeout(&self, timeout: Duration) -> bool {
         let limit = Instant::now().checked_add(timeout);

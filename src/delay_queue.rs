@@ -352,6 +352,17 @@ impl<T> DelayQueue<T> {
         out
     }
 
+    /// For `crate::internals` only: every heap entry as `(deadline, seq,
+    /// slot)` in array order, and every slot as `(occupied, heap_index)`.
+    pub(crate) fn internals(&self) -> (Vec<(u64, u64, usize)>, Vec<(bool, usize)>) {
+        let state = self.shared.state.lock();
+        let heap = (0..state.heap.len())
+            .filter_map(|i| state.heap.get(i))
+            .map(|e| (e.deadline, e.seq, e.slot))
+            .collect();
+        (heap, state.slots.snapshot())
+    }
+
     /// The number of elements, due or not.
     pub fn len(&self) -> usize {
         self.shared.state.lock().heap.len()

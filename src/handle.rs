@@ -1,5 +1,5 @@
-//! [`ScheduledHandle`] (Java's `ScheduledFuture`) and [`PendingTask`] (what
-//! `shutdown_now` hands back).
+//! [`ScheduledHandle`] (Java's `ScheduledFuture`, plus control of periodic
+//! tasks) and [`PendingTask`] (what `shutdown_now` hands back).
 //!
 //! # Invariants
 //!
@@ -17,18 +17,37 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::error::TaskError;
+use crate::clock::{delay_nanos, to_instant};
+use crate::error::{Rejected, TaskError};
 use crate::shared::{data_ptr, Shared};
-use crate::task::{Job, Ran, TaskRef};
+use crate::task::{Job, TaskRef, CANCELLED, DONE, PAUSED, RUNNING, SCHEDULED};
+
+/// Where a task is in its life ([`ScheduledHandle::state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskState {
+    /// Waiting for its (next) run.
+    Scheduled,
+    /// Running now.
+    Running,
+    /// Paused: out of the queue until resumed.
+    Paused,
+    /// Finished: completed, stopped by a limit, or panicked.
+    Done,
+    /// Cancelled.
+    Cancelled,
+}
 
 /// The handle of a scheduled task (Java's `ScheduledFuture`): cancel it,
-/// ask about it, wait for it, or `.await` it.
+/// ask about it, wait for it, `.await` it, and steer a periodic task
+/// (pause, resume, trigger, change its period).
 ///
 /// `Send + Sync`; dropping it does not cancel the task. A periodic task's
-/// handle completes only when the task is cancelled, panics, or is dropped
-/// by a shutdown.
+/// handle completes only when the task is cancelled, panics (under the
+/// default [`OnPanic::Stop`](crate::OnPanic::Stop)), reaches a run limit, or
+/// is dropped by a shutdown.
 ///
 /// # Examples
 ///
@@ -59,9 +78,19 @@ pub struct ScheduledHandle<T> {
     pool: Arc<Shared>,
 }
 
-impl<T> ScheduledHandle<T> {
+impl<T: 'static> ScheduledHandle<T> {
     pub(crate) fn new(task: Arc<dyn TaskRef<T>>, pool: Arc<Shared>) -> Self {
         ScheduledHandle { task, pool }
+    }
+
+    /// The task's header and pool core, for `crate::internals`.
+    pub(crate) fn internals(&self) -> (&crate::task::Header, &Arc<Shared>) {
+        (self.task.header(), &self.pool)
+    }
+
+    /// The task as the queue sees it (the same allocation).
+    fn job(&self) -> Arc<dyn Job> {
+        self.task.clone()
     }
 
     /// Cancels the task. Returns true only if this call cancelled it: false
@@ -109,6 +138,101 @@ impl<T> ScheduledHandle<T> {
         self.task.header().seq
     }
 
+    /// Where the task is in its life.
+    pub fn state(&self) -> TaskState {
+        match self.task.header().state() {
+            SCHEDULED => TaskState::Scheduled,
+            RUNNING => TaskState::Running,
+            PAUSED => TaskState::Paused,
+            DONE => TaskState::Done,
+            CANCELLED => TaskState::Cancelled,
+            _ => unreachable!("a state word's base is one of five states"),
+        }
+    }
+
+    /// When the task is next due (by the pool's clock); `None` once it is
+    /// done or while it is paused. While a run is in progress this is the
+    /// run's own due time.
+    pub fn next_run(&self) -> Option<Instant> {
+        let header = self.task.header();
+        matches!(header.state(), SCHEDULED | RUNNING).then(|| to_instant(header.deadline()))
+    }
+
+    /// Runs completed so far (a one-shot: 0 or 1; runs that panicked count).
+    pub fn run_count(&self) -> u64 {
+        self.task.runs()
+    }
+
+    /// Runs of a periodic task that panicked so far (whatever its
+    /// [`OnPanic`](crate::OnPanic) policy); for a one-shot, 1 if it panicked.
+    pub fn failure_count(&self) -> u64 {
+        match self.task.control() {
+            Some(control) => control.failures(),
+            None => u64::from(self.last_failure().is_some()),
+        }
+    }
+
+    /// The message of the most recent panic, if any run panicked.
+    pub fn last_failure(&self) -> Option<String> {
+        match self.task.control() {
+            Some(control) => control.last_failure(),
+            None => self.task.completion().panic_message(),
+        }
+    }
+
+    /// Pauses the task: a waiting task leaves the queue; a running one
+    /// pauses when its run ends. Runs missed while paused are not replayed.
+    /// Returns false if it was not waiting or running (done, cancelled,
+    /// already paused).
+    pub fn pause(&self) -> bool {
+        self.pool.pause(&self.job())
+    }
+
+    /// Resumes a paused task at its next run from now: a fixed-rate task on
+    /// its grid, a fixed-delay task at once. Returns false if it was not
+    /// paused.
+    pub fn resume(&self) -> bool {
+        self.pool.resume(&self.job())
+    }
+
+    /// Runs the task now instead of at its deadline. A periodic task that
+    /// is running runs again right after (it never overlaps itself); its
+    /// schedule continues from the run it pulled forward. Returns false if
+    /// there is no run to pull forward (done, cancelled, paused, or a
+    /// running one-shot).
+    pub fn trigger(&self) -> bool {
+        self.pool.trigger(&self.job())
+    }
+
+    /// Changes a periodic task's period (fixed rate) or delay (fixed delay),
+    /// in place. A waiting run is moved to one new period after the previous
+    /// one; a running task uses the new period when its run ends.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] for a zero period, a one-shot task, or a finished task.
+    pub fn set_period(&self, period: Duration) -> Result<(), Rejected> {
+        if period.is_zero() {
+            return Err(Rejected::invalid("period must be greater than zero"));
+        }
+        if self.task.control().is_none() {
+            return Err(Rejected::invalid("only a periodic task has a period"));
+        }
+        if self.pool.set_period(&self.job(), delay_nanos(period)) {
+            Ok(())
+        } else {
+            Err(Rejected::invalid("the task has finished"))
+        }
+    }
+
+    /// The current period (fixed rate) or delay (fixed delay); `None` for a
+    /// one-shot task.
+    pub fn period(&self) -> Option<Duration> {
+        self.task
+            .control()
+            .map(|c| Duration::from_nanos(c.period()))
+    }
+
     /// Blocks up to `timeout` (real time); true once the task is done
     /// (completed, panicked or cancelled). Consumes nothing.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
@@ -132,7 +256,7 @@ impl<T> ScheduledHandle<T> {
 }
 
 /// Polling after the handle returned `Ready` panics, like most futures.
-impl<T> Future for ScheduledHandle<T> {
+impl<T: 'static> Future for ScheduledHandle<T> {
     type Output = Result<T, TaskError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -140,14 +264,13 @@ impl<T> Future for ScheduledHandle<T> {
     }
 }
 
-impl<T> fmt::Debug for ScheduledHandle<T> {
+impl<T: 'static> fmt::Debug for ScheduledHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let header = self.task.header();
         f.debug_struct("ScheduledHandle")
             .field("id", &header.seq)
-            .field("kind", &header.schedule.kind())
-            .field("done", &header.is_done())
-            .field("cancelled", &header.is_cancelled())
+            .field("kind", &header.kind.name())
+            .field("state", &self.state())
             .finish()
     }
 }
@@ -160,22 +283,24 @@ impl<T> fmt::Debug for ScheduledHandle<T> {
 /// on the handle hangs.
 pub struct PendingTask {
     task: Arc<dyn Job>,
-    clock: crate::clock::Clock,
+    pool: Arc<Shared>,
 }
 
 impl PendingTask {
-    pub(crate) fn new(task: Arc<dyn Job>, clock: crate::clock::Clock) -> Self {
-        PendingTask { task, clock }
+    pub(crate) fn new(task: Arc<dyn Job>, pool: Arc<Shared>) -> Self {
+        PendingTask { task, pool }
     }
 
     /// Runs the task once on the calling thread; a panic in it is caught and
-    /// reported to its handle. A periodic task runs once and is then
-    /// complete as cancelled (its pool is stopped).
+    /// reported (handle, `ERROR` event, the pool's panic handler). A
+    /// periodic task runs once and then completes as cancelled (its pool is
+    /// stopped).
     pub fn run(self) {
         let header = self.task.header();
         if header.try_start() {
-            if let Ran::Panicked(message) = self.task.run(&self.clock) {
-                tracing::error!(target: "schedpool::task", id = header.seq, panic = %message, "task panicked");
+            let ran = self.task.run(&self.pool.clock);
+            if let Some(caught) = ran.panic {
+                self.pool.report_panic(header, caught);
             }
         }
         // Drop completes a periodic task (back to SCHEDULED) as cancelled.
@@ -188,7 +313,7 @@ impl PendingTask {
 
     /// True for a fixed-rate or fixed-delay task.
     pub fn is_periodic(&self) -> bool {
-        self.task.header().schedule.is_periodic()
+        self.task.header().kind.is_periodic()
     }
 }
 
@@ -205,7 +330,7 @@ impl fmt::Debug for PendingTask {
         let header = self.task.header();
         f.debug_struct("PendingTask")
             .field("id", &header.seq)
-            .field("kind", &header.schedule.kind())
+            .field("kind", &header.kind.name())
             .finish()
     }
 }

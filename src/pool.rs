@@ -14,11 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::builder::Builder;
-use crate::clock::{after, delay_nanos};
+use crate::clock::after;
 use crate::error::Rejected;
 use crate::handle::{PendingTask, ScheduledHandle};
+use crate::periodic::{Periodic, RunOutcome};
 use crate::shared::{Shared, TERMINATED};
-use crate::task::{Header, Job, OnceTask, PeriodicTask, Schedule, TaskRef};
+use crate::stats::PoolStats;
+use crate::task::{Header, Kind, OnceTask};
 
 /// A pool of worker threads that runs tasks after a delay or periodically:
 /// Java's `ScheduledThreadPoolExecutor`.
@@ -94,7 +96,7 @@ impl ScheduledThreadPool {
         }
     }
 
-    fn shared(&self) -> &Arc<Shared> {
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.inner.shared
     }
 
@@ -155,20 +157,19 @@ impl ScheduledThreadPool {
         let header = Header::new(
             shared.next_seq(),
             after(shared.clock.now(), delay),
-            Schedule::Once,
+            Kind::Once,
         );
         let task = Arc::new(OnceTask::new(header, task));
-        shared.enqueue(task.clone() as Arc<dyn Job>)?;
-        Ok(ScheduledHandle::new(
-            task as Arc<dyn TaskRef<T>>,
-            Arc::clone(shared),
-        ))
+        shared.enqueue(task.clone())?;
+        Ok(ScheduledHandle::new(task, Arc::clone(shared)))
     }
 
     /// Runs `task` first after `initial_delay`, then every `period`: the
     /// n-th run is due at `first + n * period`. A run that starts late is
     /// followed at once by the runs that were due (catch-up, as Java); the
-    /// task never runs concurrently with itself.
+    /// task never runs concurrently with itself. For other missed-tick and
+    /// panic policies, run limits and jitter, use
+    /// [`at_fixed_rate`](Self::at_fixed_rate).
     ///
     /// The handle completes only when the task is cancelled, panics, or is
     /// dropped by a shutdown.
@@ -203,19 +204,15 @@ impl ScheduledThreadPool {
     where
         F: FnMut() + Send + 'static,
     {
-        if period.is_zero() {
-            return Err(Rejected::invalid("period must be greater than zero"));
-        }
-        self.schedule_periodic(
-            task,
-            initial_delay,
-            Schedule::FixedRate(delay_nanos(period)),
-        )
+        self.at_fixed_rate(period)
+            .initial_delay(initial_delay)
+            .start(task)
     }
 
     /// Runs `task` first after `initial_delay`, then again `delay` after
     /// each run ends. The handle completes only when the task is cancelled,
-    /// panics, or is dropped by a shutdown.
+    /// panics, or is dropped by a shutdown. For more options use
+    /// [`with_fixed_delay`](Self::with_fixed_delay).
     ///
     /// # Errors
     ///
@@ -229,37 +226,58 @@ impl ScheduledThreadPool {
     where
         F: FnMut() + Send + 'static,
     {
-        if delay.is_zero() {
-            return Err(Rejected::invalid("fixed delay must be greater than zero"));
-        }
-        self.schedule_periodic(
-            task,
-            initial_delay,
-            Schedule::FixedDelay(delay_nanos(delay)),
-        )
+        self.with_fixed_delay(delay)
+            .initial_delay(initial_delay)
+            .start(task)
     }
 
-    fn schedule_periodic<F>(
+    /// A fixed-rate periodic task with options: see [`Periodic`].
+    pub fn at_fixed_rate(&self, period: Duration) -> Periodic<'_> {
+        Periodic::new(self, Kind::FixedRate, period)
+    }
+
+    /// A fixed-delay periodic task with options: see [`Periodic`].
+    pub fn with_fixed_delay(&self, delay: Duration) -> Periodic<'_> {
+        Periodic::new(self, Kind::FixedDelay, delay)
+    }
+
+    /// Runs `task` after `initial_delay`, then again after whatever delay
+    /// each run returns; `None` stops it (its handle completes with
+    /// `Ok(())`). A dynamic-delay task: polling with backoff, retries,
+    /// "next check in ...".
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let mut wait = Duration::from_millis(1);
+    /// let h = pool.schedule_dynamic(move || {
+    ///     wait *= 2; // exponential backoff
+    ///     (wait < Duration::from_millis(16)).then_some(wait)
+    /// }, Duration::ZERO)?;
+    /// assert_eq!(h.join(), Ok(()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule_dynamic<F, R>(
         &self,
         task: F,
         initial_delay: Duration,
-        schedule: Schedule,
     ) -> Result<ScheduledHandle<()>, Rejected>
     where
-        F: FnMut() + Send + 'static,
+        F: FnMut() -> R + Send + 'static,
+        R: RunOutcome + 'static,
     {
-        let shared = self.shared();
-        let header = Header::new(
-            shared.next_seq(),
-            after(shared.clock.now(), initial_delay),
-            schedule,
-        );
-        let task = Arc::new(PeriodicTask::new(header, task));
-        shared.enqueue(task.clone() as Arc<dyn Job>)?;
-        Ok(ScheduledHandle::new(
-            task as Arc<dyn TaskRef<()>>,
-            Arc::clone(shared),
-        ))
+        let fallback = initial_delay.max(Duration::from_nanos(1));
+        self.with_fixed_delay(fallback)
+            .initial_delay(initial_delay)
+            .start(task)
     }
 
     // ===== shutdown =====
@@ -280,11 +298,11 @@ impl ScheduledThreadPool {
     /// tasks finish their current run; periodic ones run no more. Run or
     /// drop the returned tasks: either completes their handles.
     pub fn shutdown_now(&self) -> Vec<PendingTask> {
-        let clock = self.shared().clock.clone();
-        self.shared()
+        let shared = self.shared();
+        shared
             .shutdown_now()
             .into_iter()
-            .map(|task| PendingTask::new(task, clock.clone()))
+            .map(|task| PendingTask::new(task, Arc::clone(shared)))
             .collect()
     }
 
@@ -340,6 +358,21 @@ impl ScheduledThreadPool {
     /// Live worker threads; 0 once terminated.
     pub fn pool_size(&self) -> usize {
         self.shared().lock().workers
+    }
+
+    /// A snapshot of the pool's counters and the lateness of its runs.
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// pool.submit(|| ()).unwrap().join().unwrap();
+    /// let stats = pool.stats();
+    /// assert_eq!(stats.accepted, 1);
+    /// assert!(stats.lateness.count <= 1);
+    /// ```
+    pub fn stats(&self) -> PoolStats {
+        self.shared().stats()
     }
 
     /// The configured number of core threads.

@@ -27,9 +27,11 @@ use std::time::{Duration, Instant};
 use crate::clock::{Clock, ClockListener, Nanos};
 use crate::error::Rejected;
 use crate::heap::{HeapEntry, IndexedHeap, Positions, NOT_QUEUED};
+use crate::hooks::{Hooks, TaskPanic};
 use crate::leader::{Handoff, Leader, Waitable};
+use crate::stats::{LatenessHistogram, PoolStats};
 use crate::sync::{AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
-use crate::task::{Header, Job};
+use crate::task::{Caught, Header, Job};
 
 pub(crate) const RUNNING: u8 = 0;
 pub(crate) const SHUTDOWN: u8 = 1;
@@ -47,6 +49,9 @@ pub(crate) struct Config {
     /// How long the last worker of a core-0 pool waits on an empty queue
     /// before exiting (Java's `DEFAULT_KEEPALIVE_MILLIS`).
     pub(crate) keep_alive: Duration,
+    /// Lateness beyond which a run logs a starvation warning.
+    pub(crate) starvation_threshold: Duration,
+    pub(crate) hooks: Hooks,
 }
 
 /// A heap entry: the ordering key inline, the task behind it.
@@ -150,6 +155,10 @@ pub(crate) struct Shared {
     /// Mirror of `State::run_state` for lock-free reads.
     run_state: AtomicU8,
     next_seq: AtomicU64,
+    pub(crate) lateness: LatenessHistogram,
+    panicked: AtomicU64,
+    /// When the last starvation warning was logged (clock nanos).
+    last_starvation_warning: AtomicU64,
 }
 
 impl Shared {
@@ -173,6 +182,9 @@ impl Shared {
             config,
             run_state: AtomicU8::new(RUNNING),
             next_seq: AtomicU64::new(0),
+            lateness: LatenessHistogram::new(),
+            panicked: AtomicU64::new(0),
+            last_starvation_warning: AtomicU64::new(0),
         });
         let listener: Weak<dyn ClockListener> = Arc::downgrade(&shared) as Weak<Shared>;
         shared.clock.subscribe(listener);
@@ -278,9 +290,7 @@ impl Shared {
     pub(crate) fn can_run(&self, run_state: u8, header: &Header, now: Nanos) -> bool {
         match run_state {
             RUNNING => true,
-            SHUTDOWN if header.schedule.is_periodic() => {
-                self.config.continue_periodic_after_shutdown
-            }
+            SHUTDOWN if header.kind.is_periodic() => self.config.continue_periodic_after_shutdown,
             SHUTDOWN => self.config.execute_delayed_after_shutdown || header.deadline() <= now,
             _ => false,
         }
@@ -350,7 +360,7 @@ impl Shared {
                 |e| {
                     let h = e.task.header();
                     !h.is_cancelled()
-                        && if h.schedule.is_periodic() {
+                        && if h.kind.is_periodic() {
                             config.continue_periodic_after_shutdown
                         } else {
                             config.execute_delayed_after_shutdown || h.deadline() <= now
@@ -464,6 +474,178 @@ impl Shared {
         if state.active == 0 && state.idle_waiters > 0 {
             self.idle.notify_all();
         }
+    }
+}
+
+impl Shared {
+    // ===== run reports =====
+
+    /// Reports a caught panic: `ERROR` event, counter, the pool's handler.
+    pub(crate) fn report_panic(&self, header: &Header, caught: Caught) {
+        tracing::error!(
+            target: "schedpool::task",
+            id = header.seq,
+            kind = header.kind.name(),
+            panic = %caught.message,
+            "task panicked"
+        );
+        self.panicked.fetch_add(1, Ordering::Relaxed);
+        let panic = TaskPanic::new(
+            header.seq,
+            header.kind.name(),
+            caught.message,
+            caught.payload,
+        );
+        self.config.hooks.panicked(panic);
+    }
+
+    /// Records a run's lateness; warns (at most once a second) when due
+    /// tasks waited longer than the starvation threshold for a worker.
+    pub(crate) fn record_lateness(&self, id: u64, late: Nanos, now: Nanos) {
+        self.lateness.record(late);
+        if late > crate::clock::delay_nanos(self.config.starvation_threshold) {
+            let last = self.last_starvation_warning.load(Ordering::Relaxed);
+            let second = 1_000_000_000;
+            if (last == 0 || now.saturating_sub(last) >= second)
+                && self
+                    .last_starvation_warning
+                    .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                tracing::warn!(
+                    target: "schedpool::pool",
+                    id,
+                    lateness_us = late / 1_000,
+                    threshold_us = self.config.starvation_threshold.as_micros() as u64,
+                    "due tasks are waiting for a free worker (pool starvation)"
+                );
+            }
+        }
+    }
+
+    pub(crate) fn stats(&self) -> PoolStats {
+        let (queued, active, workers, accepted, completed) = {
+            let s = self.lock();
+            (s.heap.len(), s.active, s.workers, s.accepted, s.completed)
+        };
+        let mut stats = PoolStats::default();
+        stats.queued = queued;
+        stats.active = active;
+        stats.workers = if self.run_state() == TERMINATED {
+            0
+        } else {
+            workers
+        };
+        stats.accepted = accepted;
+        stats.completed = completed;
+        stats.panicked = self.panicked.load(Ordering::Relaxed);
+        stats.lateness = self.lateness.snapshot();
+        stats
+    }
+
+    // ===== control of a queued task (pause, resume, trigger, reschedule) =====
+
+    /// Removes `task` from the heap if it is queued there; true if it was.
+    fn unqueue(&self, state: &mut State, header: &Header, task: *const u8) -> bool {
+        let index = header.heap_index.load(Ordering::Relaxed);
+        let queued = index != NOT_QUEUED
+            && state
+                .heap
+                .get(index)
+                .is_some_and(|e| std::ptr::eq(data_ptr(&e.task), task));
+        if queued {
+            // The entry holds only a clone of the task's Arc: dropping it
+            // under the lock runs no user code.
+            drop(state.heap.remove_at(index, &mut InTask));
+        }
+        queued
+    }
+
+    /// Pauses a task: a queued one leaves the queue, a running one pauses
+    /// after its run. True if it was scheduled or running.
+    pub(crate) fn pause(&self, job: &Arc<dyn Job>) -> bool {
+        let header = job.header();
+        let mut state = self.handoff();
+        if header.pause_scheduled() {
+            self.unqueue(&mut state, header, data_ptr(job));
+            return true;
+        }
+        header.request_pause()
+    }
+
+    /// Resumes a paused task at its next run after now (missed runs are
+    /// not replayed). False if it was not paused. A task the pool may no
+    /// longer run (shut down meanwhile) is cancelled instead.
+    pub(crate) fn resume(&self, job: &Arc<dyn Job>) -> bool {
+        let header = job.header();
+        let now = self.clock.now();
+        let refused = {
+            let mut state = self.handoff();
+            if header.state() != crate::task::PAUSED {
+                return false;
+            }
+            if let Some(control) = job.control() {
+                header.set_deadline(control.resume_at(header.kind, now));
+            }
+            if !header.resume_paused() {
+                return false;
+            }
+            if self.can_run(state.run_state, header, now) {
+                if state.push(Arc::clone(job)) {
+                    state.new_head();
+                }
+                false
+            } else {
+                true
+            }
+        };
+        if refused && header.try_cancel() {
+            job.cancelled();
+        }
+        true
+    }
+
+    /// Makes a task due now. A running periodic task runs again as soon as
+    /// its current run ends (never overlapping). False if it was not
+    /// waiting for a run (done, cancelled, paused, or a running one-shot).
+    pub(crate) fn trigger(&self, job: &Arc<dyn Job>) -> bool {
+        let header = job.header();
+        let now = self.clock.now();
+        let mut state = self.handoff();
+        if header.is_scheduled() {
+            let queued = self.unqueue(&mut state, header, data_ptr(job));
+            header.set_deadline(header.deadline().min(now));
+            if queued && state.push(Arc::clone(job)) {
+                state.new_head();
+            }
+            // Not queued: it is between a run's end and its requeue, which
+            // pushes at the deadline just set.
+            return true;
+        }
+        header.kind.is_periodic() && header.request_trigger()
+    }
+
+    /// Changes a periodic task's period (or delay). A queued task is moved
+    /// to its re-based next run; a running one uses the new period when its
+    /// run ends.
+    pub(crate) fn set_period(&self, job: &Arc<dyn Job>, period: Nanos) -> bool {
+        let Some(control) = job.control() else {
+            return false;
+        };
+        let header = job.header();
+        let now = self.clock.now();
+        let mut state = self.handoff();
+        if header.is_done() {
+            return false;
+        }
+        let old = control.swap_period(period);
+        if self.unqueue(&mut state, header, data_ptr(job)) {
+            header.set_deadline(control.rebase(old, period, now));
+            if state.push(Arc::clone(job)) {
+                state.new_head();
+            }
+        }
+        true
     }
 }
 

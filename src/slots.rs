@@ -80,6 +80,14 @@ impl<T> Slab<T> {
         value
     }
 
+    /// Every slot as `(occupied, heap_index)`, for `crate::internals`.
+    pub(crate) fn snapshot(&self) -> Vec<(bool, usize)> {
+        self.slots
+            .iter()
+            .map(|s| (s.value.is_some(), s.heap_index))
+            .collect()
+    }
+
     /// Frees every slot, returning the values; every outstanding key goes stale.
     pub(crate) fn take_all(&mut self) -> Vec<T> {
         let mut out = Vec::new();

@@ -1,64 +1,74 @@
 //! A scheduled task: its header (the part the queue and the handle share),
-//! its state machine, and the two bodies, one-shot and periodic.
+//! its state machine, and the one-shot body. Periodic bodies are in
+//! [`crate::periodic`], idle timers in [`crate::idle`].
 //!
 //! # Invariants
 //!
-//! - `state` moves `SCHEDULED -> RUNNING -> SCHEDULED` (periodic, between
-//!   runs) and ends in `DONE` (completed or panicked) or `CANCELLED`. Only
-//!   the thread whose compare-and-swap takes `SCHEDULED -> RUNNING` runs the
-//!   body, so a task never runs twice at once and never runs after a
-//!   successful cancel.
-//! - `CANCELLED` is reachable from `SCHEDULED` and `RUNNING`; the thread
-//!   that wins that swap calls [`Job::cancelled`], which completes the
-//!   handle with [`TaskError::Cancelled`] at once (Java: `isDone` is true
-//!   immediately, even while the body still runs) and drops the body if it
-//!   is not out running.
-//! - `heap_index` is written only under the owning queue's lock; while the
+//! - The state word holds a base state and, while `RUNNING`, request flags:
+//!   `SCHEDULED -> RUNNING -> SCHEDULED` (periodic, between runs) or
+//!   `-> PAUSED`, and ends in `DONE` (completed or panicked) or `CANCELLED`.
+//!   `PAUSED -> SCHEDULED` on resume.
+//! - Only the thread whose compare-and-swap takes `SCHEDULED -> RUNNING`
+//!   runs the body, so a task never runs twice at once, and never after a
+//!   successful cancel or pause.
+//! - A pause or trigger that arrives during a run sets a flag in the same
+//!   word the runner's end-of-run swap reads, so it can never be lost
+//!   between "the run ended" and "requeued".
+//! - `CANCELLED` is reachable from `SCHEDULED`, `RUNNING` and `PAUSED`; the
+//!   thread that wins that swap completes the handle with
+//!   [`TaskError::Cancelled`] at once (Java: `isDone` is true immediately,
+//!   even while the body still runs) and drops the body unless it is out
+//!   running.
+//! - `heap_index` is written only under the owning pool's lock; while the
 //!   task is queued it equals its position in the heap, otherwise
 //!   [`NOT_QUEUED`].
-//! - `deadline` is the current (or next, for a periodic task) due time. It
-//!   is written by the submitter before queueing and by the runner between
-//!   runs, never while queued.
+//! - `deadline` changes only while the task is not in the heap, or under the
+//!   pool lock together with a remove and re-push.
 //! - The body is never dropped under a pool lock, and panics from its `Drop`
 //!   are swallowed ([`drop_quietly`]).
 
+use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::clock::{Clock, Nanos};
 use crate::completion::Completion;
 use crate::error::{drop_quietly, panic_message, TaskError};
 use crate::heap::NOT_QUEUED;
+use crate::periodic::Control;
 use crate::sync::{AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering};
 
-const SCHEDULED: u8 = 0;
-const RUNNING: u8 = 1;
-const DONE: u8 = 2;
-const CANCELLED: u8 = 3;
+pub(crate) const SCHEDULED: u8 = 0;
+pub(crate) const RUNNING: u8 = 1;
+pub(crate) const PAUSED: u8 = 2;
+pub(crate) const DONE: u8 = 3;
+pub(crate) const CANCELLED: u8 = 4;
+const BASE: u8 = 0b0111;
+/// While `RUNNING`: pause instead of requeueing after this run.
+const PAUSE_REQUESTED: u8 = 0b1000;
+/// While `RUNNING`: the next run is due at once.
+const TRIGGER_REQUESTED: u8 = 0b1_0000;
 
-/// How a task repeats. Java encodes this in the sign of `period`; an enum
-/// cannot get the sign wrong (JDK-8051859).
+/// What kind of task this is (the `kind` field of the `task` span).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Schedule {
-    /// Runs once.
+pub(crate) enum Kind {
     Once,
-    /// The n-th run is due at `first + n * period` (nanoseconds).
-    FixedRate(Nanos),
-    /// Each run is due `delay` nanoseconds after the previous one ended.
-    FixedDelay(Nanos),
+    FixedRate,
+    FixedDelay,
+    Idle,
 }
 
-impl Schedule {
-    /// The `kind` field of the `task` span.
-    pub(crate) fn kind(self) -> &'static str {
+impl Kind {
+    pub(crate) fn name(self) -> &'static str {
         match self {
-            Schedule::Once => "once",
-            Schedule::FixedRate(_) => "fixed_rate",
-            Schedule::FixedDelay(_) => "fixed_delay",
+            Kind::Once => "once",
+            Kind::FixedRate => "fixed_rate",
+            Kind::FixedDelay => "fixed_delay",
+            Kind::Idle => "idle",
         }
     }
 
     pub(crate) fn is_periodic(self) -> bool {
-        !matches!(self, Schedule::Once)
+        matches!(self, Kind::FixedRate | Kind::FixedDelay)
     }
 }
 
@@ -70,17 +80,28 @@ pub(crate) struct Header {
     deadline: AtomicU64,
     /// Submission order: the FIFO tie-break, and the task's id.
     pub(crate) seq: u64,
-    pub(crate) schedule: Schedule,
+    pub(crate) kind: Kind,
     state: AtomicU8,
 }
 
+/// How the end of a periodic run resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EndOfRun {
+    /// Back to `SCHEDULED`: requeue it.
+    Scheduled,
+    /// A pause was requested during the run: now `PAUSED`, not queued.
+    Paused,
+    /// Cancelled during the run.
+    Cancelled,
+}
+
 impl Header {
-    pub(crate) fn new(seq: u64, deadline: Nanos, schedule: Schedule) -> Self {
+    pub(crate) fn new(seq: u64, deadline: Nanos, kind: Kind) -> Self {
         Header {
             heap_index: AtomicUsize::new(NOT_QUEUED),
             deadline: AtomicU64::new(deadline),
             seq,
-            schedule,
+            kind,
             state: AtomicU8::new(SCHEDULED),
         }
     }
@@ -89,25 +110,35 @@ impl Header {
         self.deadline.load(Ordering::Acquire)
     }
 
-    fn set_deadline(&self, deadline: Nanos) {
+    /// Sets the deadline. Only while not in the heap (see the invariants).
+    pub(crate) fn set_deadline(&self, deadline: Nanos) {
         self.deadline.store(deadline, Ordering::Release);
+    }
+
+    fn load(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    fn cas(&self, from: u8, to: u8) -> Result<u8, u8> {
+        self.state
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+    }
+
+    /// The base state (`SCHEDULED` ... `CANCELLED`), without request flags.
+    pub(crate) fn state(&self) -> u8 {
+        self.load() & BASE
     }
 
     /// Claims the right to run the body: `SCHEDULED -> RUNNING`.
     pub(crate) fn try_start(&self) -> bool {
-        self.transition(SCHEDULED, RUNNING)
+        self.cas(SCHEDULED, RUNNING).is_ok()
     }
 
-    /// `SCHEDULED` or `RUNNING` -> `CANCELLED`; true if this call did it.
+    /// `SCHEDULED`, `RUNNING` or `PAUSED` -> `CANCELLED`; true if this call did it.
     pub(crate) fn try_cancel(&self) -> bool {
-        let mut current = self.state.load(Ordering::Acquire);
-        while current == SCHEDULED || current == RUNNING {
-            match self.state.compare_exchange(
-                current,
-                CANCELLED,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+        let mut current = self.load();
+        while matches!(current & BASE, SCHEDULED | RUNNING | PAUSED) {
+            match self.cas(current, CANCELLED) {
                 Ok(_) => return true,
                 Err(actual) => current = actual,
             }
@@ -115,35 +146,112 @@ impl Header {
         false
     }
 
-    fn transition(&self, from: u8, to: u8) -> bool {
-        self.state
-            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+    /// `RUNNING` -> `DONE` at the end of a final run; false if cancelled meanwhile.
+    pub(crate) fn finish(&self) -> bool {
+        let mut current = self.load();
+        while current & BASE == RUNNING {
+            match self.cas(current, DONE) {
+                Ok(_) => return true,
+                Err(actual) => current = actual,
+            }
+        }
+        false
+    }
+
+    /// Ends a periodic run. `set_next(triggered)` stores the next deadline
+    /// before the task becomes `SCHEDULED`; it runs again if a request
+    /// arrives between it and the swap.
+    pub(crate) fn end_run(&self, mut set_next: impl FnMut(bool)) -> EndOfRun {
+        let mut current = self.load();
+        loop {
+            if current & BASE != RUNNING {
+                return EndOfRun::Cancelled;
+            }
+            let (to, outcome) = if current & PAUSE_REQUESTED != 0 {
+                (PAUSED, EndOfRun::Paused)
+            } else {
+                set_next(current & TRIGGER_REQUESTED != 0);
+                (SCHEDULED, EndOfRun::Scheduled)
+            };
+            match self.cas(current, to) {
+                Ok(_) => return outcome,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Asks a running task to pause after its run; true if it was running.
+    pub(crate) fn request_pause(&self) -> bool {
+        self.request(PAUSE_REQUESTED)
+    }
+
+    /// Asks a running task to run again at once after its run.
+    pub(crate) fn request_trigger(&self) -> bool {
+        self.request(TRIGGER_REQUESTED)
+    }
+
+    fn request(&self, flag: u8) -> bool {
+        let mut current = self.load();
+        while current & BASE == RUNNING {
+            match self.cas(current, current | flag) {
+                Ok(_) => return true,
+                Err(actual) => current = actual,
+            }
+        }
+        false
+    }
+
+    /// `SCHEDULED -> PAUSED` (caller holds the pool lock).
+    pub(crate) fn pause_scheduled(&self) -> bool {
+        self.cas(SCHEDULED, PAUSED).is_ok()
+    }
+
+    /// `PAUSED -> SCHEDULED` (caller holds the pool lock).
+    pub(crate) fn resume_paused(&self) -> bool {
+        self.cas(PAUSED, SCHEDULED).is_ok()
     }
 
     pub(crate) fn is_scheduled(&self) -> bool {
-        self.state.load(Ordering::Acquire) == SCHEDULED
+        self.state() == SCHEDULED
     }
 
     pub(crate) fn is_cancelled(&self) -> bool {
-        self.state.load(Ordering::Acquire) == CANCELLED
+        self.state() == CANCELLED
     }
 
     pub(crate) fn is_done(&self) -> bool {
-        self.state.load(Ordering::Acquire) >= DONE
+        self.state() >= DONE
+    }
+}
+
+/// A panic caught in a run.
+pub(crate) struct Caught {
+    pub(crate) message: String,
+    pub(crate) payload: Box<dyn Any + Send>,
+}
+
+impl Caught {
+    pub(crate) fn new(payload: Box<dyn Any + Send>) -> Self {
+        Caught {
+            message: panic_message(&*payload),
+            payload,
+        }
     }
 }
 
 /// How one run ended.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Ran {
-    /// Finished for good (a one-shot ran, or a periodic task was cancelled
-    /// during its run).
-    Done,
-    /// A periodic task is `SCHEDULED` again, due at this time: requeue it.
-    Again(Nanos),
-    /// The body panicked with this message; the task is over.
-    Panicked(String),
+pub(crate) struct Ran {
+    /// Requeue the task at its (new) deadline: it is `SCHEDULED` again.
+    pub(crate) again: bool,
+    /// The body panicked (whether or not the task goes on).
+    pub(crate) panic: Option<Caught>,
+}
+
+impl Ran {
+    pub(crate) const DONE: Ran = Ran {
+        again: false,
+        panic: None,
+    };
 }
 
 /// The queue's view of a task: type-erased over body and result.
@@ -155,13 +263,19 @@ pub(crate) trait Job: Send + Sync + 'static {
     /// running. The caller has won [`Header::try_cancel`]; never call it
     /// under a pool lock.
     fn cancelled(&self);
+    /// The periodic controls, for periodic tasks.
+    fn control(&self) -> Option<&Control> {
+        None
+    }
+    /// Completed runs (a one-shot: 0 or 1).
+    fn runs(&self) -> u64 {
+        u64::from(self.header().state() == DONE)
+    }
 }
 
 /// The handle's view of a task.
-pub(crate) trait TaskRef<T>: Send + Sync {
-    fn header(&self) -> &Header;
+pub(crate) trait TaskRef<T>: Job {
     fn completion(&self) -> &Completion<T>;
-    fn cancelled(&self);
 }
 
 /// A task that runs once and produces a `T`.
@@ -171,13 +285,51 @@ pub(crate) struct OnceTask<T, F> {
     completion: Completion<T>,
 }
 
-impl<T, F> OnceTask<T, F> {
+impl<T, F> OnceTask<T, F>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
     pub(crate) fn new(header: Header, body: F) -> Self {
         OnceTask {
             header,
             body: Mutex::new(Some(body)),
             completion: Completion::new(),
         }
+    }
+
+    /// Runs the body (the caller won `try_start`) and completes the handle.
+    pub(crate) fn run_body(&self) -> Ran {
+        let body = self.body.lock().take();
+        let Some(body) = body else { return Ran::DONE };
+        match catch_unwind(AssertUnwindSafe(body)) {
+            Ok(value) => {
+                if self.header.finish() {
+                    self.completion.complete(Ok(value));
+                } else {
+                    // Cancelled while running: the handle already says so.
+                    drop_quietly(value);
+                }
+                Ran::DONE
+            }
+            Err(payload) => {
+                let caught = Caught::new(payload);
+                if self.header.finish() {
+                    self.completion
+                        .complete(Err(TaskError::Panicked(caught.message.clone())));
+                }
+                Ran {
+                    again: false,
+                    panic: Some(caught),
+                }
+            }
+        }
+    }
+
+    pub(crate) fn cancel_body(&self) {
+        self.completion.complete(Err(TaskError::Cancelled));
+        let body = self.body.lock().take();
+        drop_quietly(body);
     }
 }
 
@@ -189,36 +341,11 @@ where
     fn header(&self) -> &Header {
         &self.header
     }
-
     fn run(&self, _clock: &Clock) -> Ran {
-        let body = self.body.lock().take();
-        let Some(body) = body else { return Ran::Done };
-        match catch_unwind(AssertUnwindSafe(body)) {
-            Ok(value) => {
-                if self.header.transition(RUNNING, DONE) {
-                    self.completion.complete(Ok(value));
-                } else {
-                    // Cancelled while running: the handle already says so.
-                    drop_quietly(value);
-                }
-                Ran::Done
-            }
-            Err(payload) => {
-                let message = panic_message(&*payload);
-                drop_quietly(payload);
-                if self.header.transition(RUNNING, DONE) {
-                    self.completion
-                        .complete(Err(TaskError::Panicked(message.clone())));
-                }
-                Ran::Panicked(message)
-            }
-        }
+        self.run_body()
     }
-
     fn cancelled(&self) {
-        self.completion.complete(Err(TaskError::Cancelled));
-        let body = self.body.lock().take();
-        drop_quietly(body);
+        self.cancel_body();
     }
 }
 
@@ -227,96 +354,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    fn header(&self) -> &Header {
-        &self.header
-    }
     fn completion(&self) -> &Completion<T> {
         &self.completion
-    }
-    fn cancelled(&self) {
-        Job::cancelled(self);
-    }
-}
-
-/// A fixed-rate or fixed-delay task.
-pub(crate) struct PeriodicTask<F> {
-    header: Header,
-    body: Mutex<Option<F>>,
-    completion: Completion<()>,
-}
-
-impl<F> PeriodicTask<F> {
-    pub(crate) fn new(header: Header, body: F) -> Self {
-        debug_assert!(header.schedule.is_periodic());
-        PeriodicTask {
-            header,
-            body: Mutex::new(Some(body)),
-            completion: Completion::new(),
-        }
-    }
-}
-
-impl<F> Job for PeriodicTask<F>
-where
-    F: FnMut() + Send + 'static,
-{
-    fn header(&self) -> &Header {
-        &self.header
-    }
-
-    fn run(&self, clock: &Clock) -> Ran {
-        let body = self.body.lock().take();
-        let Some(mut body) = body else {
-            return Ran::Done;
-        };
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(&mut body)) {
-            let message = panic_message(&*payload);
-            drop_quietly(payload);
-            drop_quietly(body);
-            if self.header.transition(RUNNING, DONE) {
-                self.completion
-                    .complete(Err(TaskError::Panicked(message.clone())));
-            }
-            return Ran::Panicked(message);
-        }
-        let next = match self.header.schedule {
-            // Java: time += period, from the previous *scheduled* time.
-            Schedule::FixedRate(period) => self.header.deadline().saturating_add(period),
-            // Java: triggerTime(delay), after the run returned.
-            Schedule::FixedDelay(delay) => clock.now().saturating_add(delay),
-            Schedule::Once => unreachable!("a periodic task has a period"),
-        };
-        self.header.set_deadline(next);
-        *self.body.lock() = Some(body);
-        if self.header.transition(RUNNING, SCHEDULED) {
-            Ran::Again(next)
-        } else {
-            // Cancelled during the run: nothing more; drop the body unless
-            // the canceller already did.
-            let body = self.body.lock().take();
-            drop_quietly(body);
-            Ran::Done
-        }
-    }
-
-    fn cancelled(&self) {
-        self.completion.complete(Err(TaskError::Cancelled));
-        let body = self.body.lock().take();
-        drop_quietly(body);
-    }
-}
-
-impl<F> TaskRef<()> for PeriodicTask<F>
-where
-    F: FnMut() + Send + 'static,
-{
-    fn header(&self) -> &Header {
-        &self.header
-    }
-    fn completion(&self) -> &Completion<()> {
-        &self.completion
-    }
-    fn cancelled(&self) {
-        Job::cancelled(self);
     }
 }

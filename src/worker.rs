@@ -19,9 +19,10 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::hooks::{CurrentRun, RunInfo};
 use crate::shared::{Shared, RUNNING, STOP};
 use crate::sync::thread_local;
-use crate::task::{Job, Ran};
+use crate::task::Job;
 
 thread_local! {
     /// The pool this thread works for (its `Shared`'s address), or 0.
@@ -130,7 +131,8 @@ pub(crate) fn run(shared: Arc<Shared>) {
 fn run_one(shared: &Shared, task: Arc<dyn Job>) -> Finished {
     let header = task.header();
     let run_state = shared.run_state();
-    if run_state != RUNNING && !shared.can_run(run_state, header, shared.clock.now()) {
+    let now = shared.clock.now();
+    if run_state != RUNNING && !shared.can_run(run_state, header, now) {
         // Java: a task whose run starts after STOP, or a periodic task after
         // shutdown, cancels itself instead of running.
         if header.try_cancel() {
@@ -139,28 +141,37 @@ fn run_one(shared: &Shared, task: Arc<dyn Job>) -> Finished {
         return Finished { again: None };
     }
     if !header.try_start() {
-        // Cancelled while queued but kept (remove_on_cancel = false): a
-        // no-op run, counted as completed like Java's.
+        // Cancelled or paused while queued but kept (remove_on_cancel =
+        // false): a no-op run, counted as completed like Java's.
         return Finished { again: None };
     }
+    let info = RunInfo::new(
+        header.seq,
+        header.kind.name(),
+        header.deadline(),
+        now,
+        task.runs() + 1,
+    );
+    shared.record_lateness(header.seq, info.lateness_nanos(), now);
     let span = tracing::info_span!(
         target: "schedpool::task",
         "task",
         id = header.seq,
-        kind = header.schedule.kind(),
-        lateness_us = tracing::field::Empty,
+        kind = header.kind.name(),
+        lateness_us = info.lateness_nanos() / 1_000,
     );
-    if !span.is_disabled() {
-        let late = shared.clock.now().saturating_sub(header.deadline());
-        span.record("lateness_us", late / 1_000);
-    }
     let _entered = span.enter();
-    match task.run(&shared.clock) {
-        Ran::Done => Finished { again: None },
-        Ran::Again(_) => Finished { again: Some(task) },
-        Ran::Panicked(message) => {
-            tracing::error!(target: "schedpool::task", id = header.seq, panic = %message, "task panicked");
-            Finished { again: None }
-        }
+    let hooks = &shared.config.hooks;
+    hooks.before(&info);
+    let ran = {
+        let _current = CurrentRun::enter(info);
+        task.run(&shared.clock)
+    };
+    hooks.after(&info, ran.panic.as_ref().map(|p| p.message.as_str()));
+    if let Some(caught) = ran.panic {
+        shared.report_panic(header, caught);
+    }
+    Finished {
+        again: ran.again.then_some(task),
     }
 }

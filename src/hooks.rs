@@ -1,0 +1,231 @@
+//! What a pool tells its user about runs: the current run's [`RunInfo`],
+//! the panic handler's [`TaskPanic`], and the before/after hooks.
+//!
+//! # Invariants
+//!
+//! - Hooks and the panic handler run on the worker thread, outside every
+//!   pool lock. A panic inside a hook is caught and reported as an `ERROR`
+//!   event; the worker carries on (Java instead replaces the worker).
+//! - `RunInfo::current()` is set for exactly the duration of a body's run.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::clock::{to_instant, Nanos};
+use crate::sync::thread_local;
+
+thread_local! {
+    static CURRENT_RUN: Cell<Option<RunInfo>> = const { Cell::new(None) };
+}
+
+/// Facts about one run of a task, for its body (via
+/// [`RunInfo::current`]) and the pool's hooks.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::{RunInfo, ScheduledThreadPool};
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// let h = pool.schedule(|| RunInfo::current().unwrap(), Duration::from_millis(5))?;
+/// let info = h.join()?;
+/// assert!(info.started() >= info.due(), "never early");
+/// assert_eq!(info.lateness(), info.started() - info.due());
+/// assert_eq!(info.kind(), "once");
+/// assert!(RunInfo::current().is_none(), "not inside a task here");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunInfo {
+    id: u64,
+    kind: &'static str,
+    due: Nanos,
+    started: Nanos,
+    run: u64,
+}
+
+impl RunInfo {
+    pub(crate) fn new(id: u64, kind: &'static str, due: Nanos, started: Nanos, run: u64) -> Self {
+        RunInfo {
+            id,
+            kind,
+            due,
+            started,
+            run,
+        }
+    }
+
+    /// The run in progress on this thread, if it is a pool worker running a
+    /// task.
+    pub fn current() -> Option<RunInfo> {
+        CURRENT_RUN.with(Cell::get)
+    }
+
+    /// The task's id ([`ScheduledHandle::id`](crate::ScheduledHandle::id)).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// `"once"`, `"fixed_rate"`, `"fixed_delay"` or `"idle"`.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// When this run was due (by the pool's clock).
+    pub fn due(&self) -> Instant {
+        to_instant(self.due)
+    }
+
+    /// When this run started (by the pool's clock).
+    pub fn started(&self) -> Instant {
+        to_instant(self.started)
+    }
+
+    /// How late the run started: `started - due`.
+    pub fn lateness(&self) -> Duration {
+        Duration::from_nanos(self.started.saturating_sub(self.due))
+    }
+
+    /// Which run of the task this is, from 1.
+    pub fn run(&self) -> u64 {
+        self.run
+    }
+
+    pub(crate) fn lateness_nanos(&self) -> Nanos {
+        self.started.saturating_sub(self.due)
+    }
+}
+
+/// Sets [`RunInfo::current`] while alive.
+pub(crate) struct CurrentRun;
+
+impl CurrentRun {
+    pub(crate) fn enter(info: RunInfo) -> Self {
+        CURRENT_RUN.with(|c| c.set(Some(info)));
+        CurrentRun
+    }
+}
+
+impl Drop for CurrentRun {
+    fn drop(&mut self) {
+        CURRENT_RUN.with(|c| c.set(None));
+    }
+}
+
+/// A panic caught in a task, handed to the pool's panic handler
+/// ([`Builder::panic_handler`](crate::Builder::panic_handler)).
+pub struct TaskPanic {
+    id: u64,
+    kind: &'static str,
+    message: String,
+    payload: Box<dyn Any + Send>,
+}
+
+impl TaskPanic {
+    pub(crate) fn new(
+        id: u64,
+        kind: &'static str,
+        message: String,
+        payload: Box<dyn Any + Send>,
+    ) -> Self {
+        TaskPanic {
+            id,
+            kind,
+            message,
+            payload,
+        }
+    }
+
+    /// The id of the task that panicked.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The task's kind (as [`RunInfo::kind`]).
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The panic message (as in [`TaskError::Panicked`](crate::TaskError::Panicked)).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The panic payload.
+    pub fn payload(&self) -> &(dyn Any + Send) {
+        &*self.payload
+    }
+
+    /// The panic payload, owned (for `std::panic::resume_unwind`, say).
+    pub fn into_payload(self) -> Box<dyn Any + Send> {
+        self.payload
+    }
+}
+
+impl fmt::Debug for TaskPanic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskPanic")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("message", &self.message)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) type BeforeHook = Arc<dyn Fn(&RunInfo) + Send + Sync>;
+pub(crate) type AfterHook = Arc<dyn Fn(&RunInfo, Option<&str>) + Send + Sync>;
+pub(crate) type PanicHandler = Arc<dyn Fn(TaskPanic) + Send + Sync>;
+
+/// The pool's hooks (all optional).
+#[derive(Clone, Default)]
+pub(crate) struct Hooks {
+    pub(crate) before: Option<BeforeHook>,
+    pub(crate) after: Option<AfterHook>,
+    pub(crate) panic: Option<PanicHandler>,
+}
+
+impl Hooks {
+    pub(crate) fn before(&self, info: &RunInfo) {
+        if let Some(hook) = &self.before {
+            guarded("before_execute", || hook(info));
+        }
+    }
+
+    pub(crate) fn after(&self, info: &RunInfo, panic: Option<&str>) {
+        if let Some(hook) = &self.after {
+            guarded("after_execute", || hook(info, panic));
+        }
+    }
+
+    /// Hands a panic to the handler, or drops its payload quietly.
+    pub(crate) fn panicked(&self, panic: TaskPanic) {
+        match &self.panic {
+            Some(handler) => guarded("panic_handler", || handler(panic)),
+            None => crate::error::drop_quietly(panic.payload),
+        }
+    }
+}
+
+impl fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hooks")
+            .field("before", &self.before.is_some())
+            .field("after", &self.after.is_some())
+            .field("panic", &self.panic.is_some())
+            .finish()
+    }
+}
+
+/// Runs a user hook, containing its panic.
+fn guarded(which: &'static str, hook: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(hook)) {
+        let message = crate::error::panic_message(&*payload);
+        crate::error::drop_quietly(payload);
+        tracing::error!(target: "schedpool::pool", hook = which, panic = %message, "a pool hook panicked");
+    }
+}

@@ -1,0 +1,203 @@
+//! Idle timers: fire once something has been idle for a while, where every
+//! activity ([`IdleTimer::touch`]) pushes the deadline back without a heap
+//! operation.
+//!
+//! # Invariants
+//!
+//! - `touch` only stores "last active" under the timer's own small lock; the
+//!   heap entry keeps its old deadline. When that deadline comes up, the run
+//!   re-reads "last active": if the timer was touched since, it re-arms at
+//!   `last active + timeout` (one heap operation per *period of idleness*,
+//!   not per touch); otherwise it fires.
+//! - "Fire or re-arm" and `touch` are decided under the same lock, so a
+//!   touch either lands before the decision (and the timer re-arms) or
+//!   returns false (the timer had already fired).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{delay_nanos, Clock, Nanos};
+use crate::completion::Completion;
+use crate::error::Rejected;
+use crate::handle::ScheduledHandle;
+use crate::pool::ScheduledThreadPool;
+use crate::shared::Shared;
+use crate::sync::Mutex;
+use crate::task::{Header, Job, Kind, OnceTask, Ran, TaskRef};
+
+struct Activity {
+    last_active: Nanos,
+    fired: bool,
+}
+
+/// The task behind an [`IdleTimer`].
+pub(crate) struct IdleTask<T, F> {
+    once: OnceTask<T, F>,
+    timeout: Nanos,
+    activity: Mutex<Activity>,
+}
+
+impl<T, F> Job for IdleTask<T, F>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    fn header(&self) -> &Header {
+        self.once.header()
+    }
+
+    fn run(&self, clock: &Clock) -> Ran {
+        let now = clock.now();
+        {
+            let mut activity = self.activity.lock();
+            let due = activity.last_active.saturating_add(self.timeout);
+            if due > now {
+                // Touched since this deadline was set: re-arm, lazily.
+                drop(activity);
+                let header = self.header();
+                let end = header.end_run(|_| header.set_deadline(due));
+                return Ran {
+                    again: end == crate::task::EndOfRun::Scheduled,
+                    panic: None,
+                };
+            }
+            activity.fired = true;
+        }
+        self.once.run_body()
+    }
+
+    fn cancelled(&self) {
+        self.activity.lock().fired = true;
+        self.once.cancel_body();
+    }
+}
+
+impl<T, F> TaskRef<T> for IdleTask<T, F>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    fn completion(&self) -> &Completion<T> {
+        self.once.completion()
+    }
+}
+
+trait Touch: Send + Sync {
+    fn touch(&self, now: Nanos) -> bool;
+}
+
+impl<T, F> Touch for IdleTask<T, F>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    fn touch(&self, now: Nanos) -> bool {
+        let mut activity = self.activity.lock();
+        if activity.fired {
+            return false;
+        }
+        activity.last_active = activity.last_active.max(now);
+        true
+    }
+}
+
+/// A timer that fires once its subject has been idle for `timeout`: the
+/// seeds' "close connections idle past a limit". Made by
+/// [`ScheduledThreadPool::idle_timer`].
+///
+/// Every [`touch`](IdleTimer::touch) (a request on the connection, say)
+/// pushes the deadline back to `timeout` from now. A touch costs a clock
+/// read and an uncontended lock, never a heap operation. The timer re-arms
+/// lazily when its old deadline comes up.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::{ManualClock, ScheduledThreadPool};
+///
+/// let clock = ManualClock::new();
+/// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+/// let timer = pool.idle_timer(Duration::from_secs(60), || "closed")?;
+/// clock.advance(Duration::from_secs(50));
+/// assert!(timer.touch()); // activity: idle again from now
+/// clock.advance(Duration::from_secs(50));
+/// assert!(pool.wait_idle(Duration::from_secs(5)));
+/// assert!(!timer.handle().is_done(), "only 50 s idle");
+/// clock.advance(Duration::from_secs(10));
+/// assert_eq!(timer.into_handle().join()?, "closed");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct IdleTimer<T> {
+    touch: Arc<dyn Touch>,
+    handle: ScheduledHandle<T>,
+    shared: Arc<Shared>,
+}
+
+impl<T: 'static> IdleTimer<T> {
+    /// Records activity: the timer now fires `timeout` after this moment.
+    /// Returns false if the timer has already fired or was cancelled.
+    pub fn touch(&self) -> bool {
+        self.touch.touch(self.shared.clock.now())
+    }
+
+    /// The timer's handle: cancel it, wait for it, await it.
+    pub fn handle(&self) -> &ScheduledHandle<T> {
+        &self.handle
+    }
+
+    /// The handle, consuming the timer (no more touches).
+    pub fn into_handle(self) -> ScheduledHandle<T> {
+        self.handle
+    }
+
+    /// Cancels the timer (see [`ScheduledHandle::cancel`]).
+    pub fn cancel(&self) -> bool {
+        self.handle.cancel()
+    }
+}
+
+impl<T: 'static> fmt::Debug for IdleTimer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdleTimer")
+            .field("handle", &self.handle)
+            .finish()
+    }
+}
+
+impl ScheduledThreadPool {
+    /// A timer that runs `task` once nothing has called
+    /// [`IdleTimer::touch`] for `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] if `timeout` is zero, or once shutdown has begun.
+    pub fn idle_timer<F, T>(&self, timeout: Duration, task: F) -> Result<IdleTimer<T>, Rejected>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if timeout.is_zero() {
+            return Err(Rejected::invalid("idle timeout must be greater than zero"));
+        }
+        let shared = self.shared();
+        let now = shared.clock.now();
+        let timeout = delay_nanos(timeout);
+        let header = Header::new(shared.next_seq(), now.saturating_add(timeout), Kind::Idle);
+        let task = Arc::new(IdleTask {
+            once: OnceTask::new(header, task),
+            timeout,
+            activity: Mutex::new(Activity {
+                last_active: now,
+                fired: false,
+            }),
+        });
+        shared.enqueue(task.clone() as Arc<dyn Job>)?;
+        Ok(IdleTimer {
+            touch: task.clone() as Arc<dyn Touch>,
+            handle: ScheduledHandle::new(task, Arc::clone(shared)),
+            shared: Arc::clone(shared),
+        })
+    }
+}
