@@ -354,6 +354,7 @@ impl<T> DelayQueue<T> {
 
     /// For `crate::internals` only: every heap entry as `(deadline, seq,
     /// slot)` in array order, and every slot as `(occupied, heap_index)`.
+    #[allow(clippy::type_complexity)] // a test-only snapshot
     pub(crate) fn internals(&self) -> (Vec<(u64, u64, usize)>, Vec<(bool, usize)>) {
         let state = self.shared.state.lock();
         let heap = (0..state.heap.len())

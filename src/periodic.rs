@@ -63,9 +63,10 @@ pub enum OnPanic {
     },
 }
 
-/// What a periodic task's body asks for next. A body may return `()`
-/// (always [`Next::Continue`]), `Option<Duration>` (`Some(d)` is
-/// [`Next::After`], `None` is [`Next::Stop`]), or `Next` itself.
+/// What a periodic task's body asks for next, with
+/// [`Periodic::start_dynamic`]. A body may return `()` (always
+/// [`Next::Continue`]), `Option<Duration>` (`Some(d)` is [`Next::After`],
+/// `None` is [`Next::Stop`]), or `Next` itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
     /// Follow the schedule.
@@ -76,7 +77,8 @@ pub enum Next {
     Stop,
 }
 
-/// A periodic body's return value: see [`Next`].
+/// A steering body's return value: see [`Next`] and
+/// [`Periodic::start_dynamic`].
 pub trait RunOutcome {
     /// What the task does next.
     fn into_next(self) -> Next;
@@ -199,15 +201,47 @@ impl<'a> Periodic<'a> {
         self
     }
 
-    /// Starts the task. The body may return `()`, `Option<Duration>` or
-    /// [`Next`].
+    /// Starts the task with a plain body.
     ///
     /// # Errors
     ///
     /// [`Rejected`] for a zero period, `max_runs(0)`, an `until` before the
     /// first run, jitter larger than the period, a backoff with a zero
     /// initial delay or a maximum below it; or once shutdown has begun.
-    pub fn start<F, R>(self, body: F) -> Result<ScheduledHandle<()>, Rejected>
+    pub fn start<F>(self, mut body: F) -> Result<ScheduledHandle<()>, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.start_dynamic(move || {
+            body();
+            Next::Continue
+        })
+    }
+
+    /// Starts the task with a body that steers it: it returns `()`
+    /// (follow the schedule), `Option<Duration>` (`Some(d)`: next run `d`
+    /// after this one ends; `None`: stop) or a [`Next`].
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{Next, ScheduledThreadPool};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let mut polls = 0;
+    /// let h = pool.at_fixed_rate(Duration::from_millis(1)).start_dynamic(move || {
+    ///     polls += 1;
+    ///     if polls == 3 { Next::Stop } else { Next::Continue }
+    /// })?;
+    /// assert_eq!(h.join(), Ok(()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start_dynamic<F, R>(self, body: F) -> Result<ScheduledHandle<()>, Rejected>
     where
         F: FnMut() -> R + Send + 'static,
         R: RunOutcome + 'static,

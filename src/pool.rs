@@ -277,7 +277,7 @@ impl ScheduledThreadPool {
         let fallback = initial_delay.max(Duration::from_nanos(1));
         self.with_fixed_delay(fallback)
             .initial_delay(initial_delay)
-            .start(task)
+            .start_dynamic(task)
     }
 
     // ===== shutdown =====

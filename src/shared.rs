@@ -528,19 +528,19 @@ impl Shared {
             let s = self.lock();
             (s.heap.len(), s.active, s.workers, s.accepted, s.completed)
         };
-        let mut stats = PoolStats::default();
-        stats.queued = queued;
-        stats.active = active;
-        stats.workers = if self.run_state() == TERMINATED {
-            0
-        } else {
-            workers
-        };
-        stats.accepted = accepted;
-        stats.completed = completed;
-        stats.panicked = self.panicked.load(Ordering::Relaxed);
-        stats.lateness = self.lateness.snapshot();
-        stats
+        PoolStats {
+            queued,
+            active,
+            workers: if self.run_state() == TERMINATED {
+                0
+            } else {
+                workers
+            },
+            accepted,
+            completed,
+            panicked: self.panicked.load(Ordering::Relaxed),
+            lateness: self.lateness.snapshot(),
+        }
     }
 
     // ===== control of a queued task (pause, resume, trigger, reschedule) =====

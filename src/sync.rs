@@ -17,8 +17,19 @@ pub(crate) use std::thread_local;
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+/// loom's `thread_local!` (a 2018-edition macro) does not accept the
+/// `const { .. }` initialiser that std's does: strip it and forward.
 #[cfg(loom)]
-pub(crate) use loom::thread_local;
+macro_rules! loom_thread_local {
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = const { $init:expr } $(;)?) => {
+        loom::thread_local!($(#[$attr])* $vis static $name: $t = $init);
+    };
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr $(;)?) => {
+        loom::thread_local!($(#[$attr])* $vis static $name: $t = $init);
+    };
+}
+#[cfg(loom)]
+pub(crate) use loom_thread_local as thread_local;
 
 pub(crate) use imp::{Condvar, Mutex, MutexGuard};
 
