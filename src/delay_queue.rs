@@ -326,7 +326,7 @@ impl<T> DelayQueue<T> {
     fn take_until(&self, limit: Option<Instant>) -> Option<T> {
         let mut state = self.shared.handoff();
         match state.wait_due(&self.shared.clock, limit) {
-            Wake::Due => state.pop_value(),
+            Wake::Due(_) => state.pop_value(),
             Wake::Closed | Wake::TimedOut => None,
         }
     }

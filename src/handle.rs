@@ -298,7 +298,7 @@ impl PendingTask {
     pub fn run(self) {
         let header = self.task.header();
         if header.try_start() {
-            let ran = self.task.run(&self.pool.clock);
+            let ran = self.task.run(&self.pool.clock, self.pool.clock.now());
             if let Some(caught) = ran.panic {
                 self.pool.report_panic(header, caught);
             }

@@ -47,8 +47,7 @@ where
         self.once.header()
     }
 
-    fn run(&self, clock: &Clock) -> Ran {
-        let now = clock.now();
+    fn run(&self, _clock: &Clock, now: Nanos) -> Ran {
         {
             let mut activity = self.activity.lock();
             let due = activity.last_active.saturating_add(self.timeout);

@@ -17,7 +17,7 @@ pub fn check_delay_queue<T>(q: &DelayQueue<T>) -> Result<(), String> {
     let mut in_heap = vec![false; slots.len()];
     for (i, &(deadline, seq, slot)) in heap.iter().enumerate() {
         if i > 0 {
-            let (pd, ps, _) = heap[(i - 1) / 2];
+            let (pd, ps, _) = heap[(i - 1) / crate::heap::ARITY];
             if (pd, ps) > (deadline, seq) {
                 return Err(format!("heap property broken at {i}"));
             }
@@ -60,7 +60,7 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
         let e = heap.get(i).expect("in bounds");
         let h = e.task.header();
         if i > 0 {
-            let p = heap.get((i - 1) / 2).expect("in bounds");
+            let p = heap.get((i - 1) / crate::heap::ARITY).expect("in bounds");
             if (p.deadline, p.seq) > (e.deadline, e.seq) {
                 return Err(format!("heap property broken at {i}"));
             }

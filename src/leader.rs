@@ -69,8 +69,10 @@ pub(crate) trait Waitable {
 /// Why [`Handoff::wait_due`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wake {
-    /// The head is due: pop it now, under this lock.
-    Due,
+    /// The head is due: pop it now, under this lock. Carries the clock
+    /// reading that found it due (the run's start time, to the nanosecond
+    /// that matters), so callers need not read the clock again.
+    Due(Nanos),
     /// Closed and nothing is due.
     Closed,
     /// The caller's real-time limit passed and nothing is due.
@@ -106,8 +108,9 @@ impl<'a, S: Waitable> Handoff<'a, S> {
         loop {
             let head = self.guard.head_deadline();
             if let Some(deadline) = head {
-                if deadline <= clock.now() {
-                    return Wake::Due;
+                let now = clock.now();
+                if deadline <= now {
+                    return Wake::Due(now);
                 }
             }
             if self.guard.is_closed() {

@@ -396,7 +396,7 @@ impl Control {
 
     /// The next grid point after a run that started at `started` and ended
     /// at `now`, by the cadence and missed-tick policy.
-    fn next_nominal(&self, kind: Kind, started: Nanos, now: Nanos) -> Nanos {
+    fn next_nominal(&self, kind: Kind, started: Nanos, now: impl Fn() -> Nanos) -> Nanos {
         let period = self.period();
         let nominal = self.nominal.load(Ordering::Acquire);
         match kind {
@@ -404,13 +404,19 @@ impl Control {
                 let next = nominal.saturating_add(period);
                 match self.options.missed {
                     MissedTicks::Burst => next,
-                    MissedTicks::Skip if next <= now => nominal
-                        .saturating_add(((now - nominal) / period + 1).saturating_mul(period)),
+                    MissedTicks::Skip => {
+                        let now = now();
+                        if next <= now {
+                            let missed = (now - nominal) / period + 1;
+                            nominal.saturating_add(missed.saturating_mul(period))
+                        } else {
+                            next
+                        }
+                    }
                     MissedTicks::Delay => next.max(started.saturating_add(period)),
-                    MissedTicks::Skip => next,
                 }
             }
-            _ => now.saturating_add(period),
+            _ => now().saturating_add(period),
         }
     }
 
@@ -453,22 +459,24 @@ where
         self.control.runs()
     }
 
-    fn run(&self, clock: &Clock) -> Ran {
+    fn run(&self, clock: &Clock, started: Nanos) -> Ran {
         let c = &self.control;
         let body = self.body.lock().take();
         let Some(mut body) = body else {
             return Ran::DONE;
         };
-        let started = clock.now();
         let result = catch_unwind(AssertUnwindSafe(&mut body));
-        let now = clock.now();
+        // The end of the run, read only when a policy needs it (fixed rate
+        // with Burst, the default, never does).
+        let ended = std::cell::OnceCell::new();
+        let now = || *ended.get_or_init(|| clock.now());
         let runs = c.runs.fetch_add(1, Ordering::AcqRel) + 1;
         let (next, panic) = match result {
             Ok(outcome) => {
                 c.consecutive_failures.store(0, Ordering::Release);
                 match outcome.into_next() {
-                    Next::Continue => (Some(c.next_nominal(self.header.kind, started, now)), None),
-                    Next::After(delay) => (Some(after(now, delay)), None),
+                    Next::Continue => (Some(c.next_nominal(self.header.kind, started, &now)), None),
+                    Next::After(delay) => (Some(after(now(), delay)), None),
                     Next::Stop => (None, None),
                 }
             }
@@ -479,8 +487,8 @@ where
                 *c.last_failure.lock() = Some(caught.message.clone());
                 let next = match c.options.on_panic {
                     OnPanic::Stop => None,
-                    OnPanic::Continue => Some(c.next_nominal(self.header.kind, started, now)),
-                    OnPanic::Backoff { .. } => c.backoff(now),
+                    OnPanic::Continue => Some(c.next_nominal(self.header.kind, started, &now)),
+                    OnPanic::Backoff { .. } => c.backoff(now()),
                 };
                 if next.is_none() {
                     drop_quietly(body);
@@ -514,7 +522,7 @@ where
         let end = self.header.end_run(|triggered| {
             let deadline = c.schedule_at(next);
             self.header
-                .set_deadline(if triggered { now } else { deadline });
+                .set_deadline(if triggered { now() } else { deadline });
         });
         match end {
             EndOfRun::Scheduled => Ran { again: true, panic },

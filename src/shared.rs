@@ -296,21 +296,23 @@ impl Shared {
         }
     }
 
-    /// Requeues a periodic task after its run, under the lock. Returns the
-    /// task back if it may not run again and must be cancelled (outside the
-    /// lock) instead.
-    pub(crate) fn requeue(
-        &self,
-        state: &mut Handoff<'_, State>,
-        task: Arc<dyn Job>,
-    ) -> Option<Arc<dyn Job>> {
+    /// Requeues a periodic task after its run, under the lock of the worker
+    /// that ran it. Returns the task back if it may not run again and must
+    /// be cancelled (outside the lock) instead.
+    ///
+    /// A new head clears the leader but wakes nobody: the calling worker
+    /// waits next, under this same lock, so it either takes the head at once
+    /// or becomes the leader timing it. Waking another thread would only
+    /// cost a context switch (the replaced leader wakes at its old deadline
+    /// and follows).
+    pub(crate) fn requeue(&self, state: &mut State, task: Arc<dyn Job>) -> Option<Arc<dyn Job>> {
         if !task.header().is_scheduled() {
             // Cancelled between the end of its run and now: already completed.
             return None;
         }
         if self.can_run(state.run_state, task.header(), 0) {
             if state.push(task) {
-                state.new_head();
+                state.leader.clear();
             }
             None
         } else {

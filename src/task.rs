@@ -257,8 +257,9 @@ impl Ran {
 /// The queue's view of a task: type-erased over body and result.
 pub(crate) trait Job: Send + Sync + 'static {
     fn header(&self) -> &Header;
-    /// Runs the body once. The caller has won [`Header::try_start`].
-    fn run(&self, clock: &Clock) -> Ran;
+    /// Runs the body once. The caller has won [`Header::try_start`];
+    /// `started` is the clock's reading when the run began.
+    fn run(&self, clock: &Clock, started: Nanos) -> Ran;
     /// Completes the handle as cancelled and drops the body unless it is out
     /// running. The caller has won [`Header::try_cancel`]; never call it
     /// under a pool lock.
@@ -341,7 +342,7 @@ where
     fn header(&self) -> &Header {
         &self.header
     }
-    fn run(&self, _clock: &Clock) -> Ran {
+    fn run(&self, _clock: &Clock, _started: Nanos) -> Ran {
         self.run_body()
     }
     fn cancelled(&self) {

@@ -19,6 +19,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::clock::Nanos;
 use crate::hooks::{CurrentRun, RunInfo};
 use crate::shared::{Shared, RUNNING, STOP};
 use crate::sync::thread_local;
@@ -106,8 +107,8 @@ pub(crate) fn run(shared: Arc<Shared>) {
         } else {
             None
         };
-        match state.wait_due(&shared.clock, limit) {
-            crate::leader::Wake::Due => {}
+        let now = match state.wait_due(&shared.clock, limit) {
+            crate::leader::Wake::Due(now) => now,
             crate::leader::Wake::TimedOut if !state.heap.is_empty() => continue,
             crate::leader::Wake::Closed | crate::leader::Wake::TimedOut => {
                 state.workers -= 1;
@@ -115,7 +116,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 shared.try_terminate(&mut state);
                 return;
             }
-        }
+        };
         let entry = state
             .heap
             .pop(&mut crate::shared::InTask)
@@ -123,15 +124,14 @@ pub(crate) fn run(shared: Arc<Shared>) {
         state.active += 1;
         guard.busy = true;
         drop(state); // hands leadership on before the run
-        finished = Some(run_one(&shared, entry.task));
+        finished = Some(run_one(&shared, entry.task, now));
     }
 }
 
 /// Runs one task taken from the heap; returns what to fold in afterwards.
-fn run_one(shared: &Shared, task: Arc<dyn Job>) -> Finished {
+fn run_one(shared: &Shared, task: Arc<dyn Job>, now: Nanos) -> Finished {
     let header = task.header();
     let run_state = shared.run_state();
-    let now = shared.clock.now();
     if run_state != RUNNING && !shared.can_run(run_state, header, now) {
         // Java: a task whose run starts after STOP, or a periodic task after
         // shutdown, cancels itself instead of running.
@@ -165,7 +165,7 @@ fn run_one(shared: &Shared, task: Arc<dyn Job>) -> Finished {
     hooks.before(&info);
     let ran = {
         let _current = CurrentRun::enter(info);
-        task.run(&shared.clock)
+        task.run(&shared.clock, now)
     };
     hooks.after(&info, ran.panic.as_ref().map(|p| p.message.as_str()));
     if let Some(caught) = ran.panic {
