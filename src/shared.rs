@@ -51,6 +51,8 @@ pub(crate) struct Config {
     pub(crate) keep_alive: Duration,
     /// Lateness beyond which a run logs a starvation warning.
     pub(crate) starvation_threshold: Duration,
+    /// The workers' timer slack (Linux), or `None` to keep the OS default.
+    pub(crate) timer_slack: Option<Duration>,
     pub(crate) hooks: Hooks,
 }
 

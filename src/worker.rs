@@ -78,6 +78,9 @@ impl Drop for ExitGuard<'_> {
 /// The worker thread's main function.
 pub(crate) fn run(shared: Arc<Shared>) {
     CURRENT_POOL.with(|c| c.set(Arc::as_ptr(&shared) as usize));
+    if let Some(slack) = shared.config.timer_slack {
+        set_timer_slack(slack);
+    }
     let mut guard = ExitGuard {
         shared: &shared,
         busy: false,
@@ -173,5 +176,54 @@ fn run_one(shared: &Shared, task: Arc<dyn Job>, now: Nanos) -> Finished {
     }
     Finished {
         again: ran.again.then_some(task),
+    }
+}
+
+/// Sets the calling thread's timer slack (Linux: how late the kernel may
+/// fire its timed waits, 50 µs by default). Best effort and without
+/// `unsafe`: the thread writes its own `/proc/<tid>/timerslack_ns`, with the
+/// tid read from the `/proc/thread-self` link. Elsewhere, a no-op.
+fn set_timer_slack(slack: std::time::Duration) {
+    #[cfg(all(target_os = "linux", not(loom)))]
+    {
+        let tid = std::fs::read_link("/proc/thread-self")
+            .ok()
+            .and_then(|link| {
+                let tid = link.file_name()?.to_str()?.to_owned();
+                Some(tid)
+            });
+        let nanos = slack.as_nanos().clamp(1, u128::from(u64::MAX));
+        let set =
+            tid.map(|tid| std::fs::write(format!("/proc/{tid}/timerslack_ns"), nanos.to_string()));
+        if let Some(Err(err)) = set {
+            tracing::debug!(target: "schedpool::pool", error = %err, "could not set the worker's timer slack");
+        }
+    }
+    #[cfg(not(all(target_os = "linux", not(loom))))]
+    let _ = slack;
+}
+
+#[cfg(all(test, target_os = "linux", not(loom)))]
+mod tests {
+    #[test]
+    fn timer_slack_is_set_on_the_calling_thread_only() {
+        let read = || {
+            let link = std::fs::read_link("/proc/thread-self").unwrap();
+            let tid = link.file_name().unwrap().to_str().unwrap().to_owned();
+            std::fs::read_to_string(format!("/proc/{tid}/timerslack_ns"))
+                .map(|s| s.trim().to_owned())
+        };
+        let main_before = read();
+        let worker = std::thread::spawn(move || {
+            super::set_timer_slack(std::time::Duration::from_micros(3));
+            read()
+        });
+        match (worker.join().unwrap(), main_before) {
+            (Ok(worker), Ok(main)) => {
+                assert_eq!(worker, "3000");
+                assert_eq!(read().unwrap(), main, "other threads keep theirs");
+            }
+            _ => eprintln!("no /proc timer slack on this machine; nothing to check"),
+        }
     }
 }
