@@ -475,7 +475,7 @@ where
             Ok(outcome) => {
                 c.consecutive_failures.store(0, Ordering::Release);
                 match outcome.into_next() {
-                    Next::Continue => (Some(c.next_nominal(self.header.kind, started, &now)), None),
+                    Next::Continue => (Some(c.next_nominal(self.header.kind, started, now)), None),
                     Next::After(delay) => (Some(after(now(), delay)), None),
                     Next::Stop => (None, None),
                 }
@@ -487,7 +487,7 @@ where
                 *c.last_failure.lock() = Some(caught.message.clone());
                 let next = match c.options.on_panic {
                     OnPanic::Stop => None,
-                    OnPanic::Continue => Some(c.next_nominal(self.header.kind, started, &now)),
+                    OnPanic::Continue => Some(c.next_nominal(self.header.kind, started, now)),
                     OnPanic::Backoff { .. } => c.backoff(now()),
                 };
                 if next.is_none() {
