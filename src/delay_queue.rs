@@ -103,8 +103,12 @@ struct Entry {
 
 impl HeapEntry for Entry {
     #[inline]
-    fn key(&self) -> (u64, u64) {
-        (self.deadline, self.seq)
+    fn deadline(&self) -> u64 {
+        self.deadline
+    }
+    #[inline]
+    fn seq(&self) -> u64 {
+        self.seq
     }
 }
 

@@ -5,8 +5,10 @@
 //!
 //! # Invariants
 //!
-//! - Ordered by [`HeapEntry::key`], `(deadline, sequence)`: earliest first,
-//!   FIFO among equal deadlines because sequence numbers are unique.
+//! - Ordered by `(deadline, sequence)`: earliest first, FIFO among equal
+//!   deadlines because sequence numbers are unique. The deadline lives in
+//!   the entry; the sequence number is asked for only on a tie, so an entry
+//!   may keep it behind a pointer (the pool's entries do: 24 bytes, not 32).
 //! - Every time an entry lands in a slot, [`Positions::set`] is told its new
 //!   index, so while queued an entry's recorded index equals its position;
 //!   an entry leaving the heap is told [`NOT_QUEUED`]. That makes removal of
@@ -24,8 +26,18 @@ pub(crate) const ARITY: usize = 4;
 
 /// An element of an [`IndexedHeap`].
 pub(crate) trait HeapEntry {
-    /// `(deadline, sequence)`; smaller comes out first.
-    fn key(&self) -> (u64, u64);
+    /// When it is due; earlier comes out first.
+    fn deadline(&self) -> u64;
+    /// The tie-break among equal deadlines (submission order); read only
+    /// on a tie.
+    fn seq(&self) -> u64;
+}
+
+/// Does `a` come out before `b`?
+#[inline]
+fn precedes<E: HeapEntry>(a: &E, b: &E) -> bool {
+    let (da, db) = (a.deadline(), b.deadline());
+    da < db || (da == db && a.seq() < b.seq())
 }
 
 /// Where the heap reports each entry's position (Java's `setIndex`).
@@ -148,10 +160,9 @@ impl<E: HeapEntry> IndexedHeap<E> {
     }
 
     fn sift_up(&mut self, mut index: usize, pos: &mut impl Positions<E>) -> usize {
-        let key = self.items[index].key();
         while index > 0 {
             let parent = (index - 1) / ARITY;
-            if key >= self.items[parent].key() {
+            if !precedes(&self.items[index], &self.items[parent]) {
                 break;
             }
             self.items.swap(index, parent);
@@ -164,22 +175,18 @@ impl<E: HeapEntry> IndexedHeap<E> {
 
     fn sift_down(&mut self, mut index: usize, pos: &mut impl Positions<E>) -> usize {
         let len = self.items.len();
-        let key = self.items[index].key();
         loop {
             let first = ARITY * index + 1;
             if first >= len {
                 break;
             }
             let mut child = first;
-            let mut child_key = self.items[first].key();
             for c in first + 1..(first + ARITY).min(len) {
-                let k = self.items[c].key();
-                if k < child_key {
+                if precedes(&self.items[c], &self.items[child]) {
                     child = c;
-                    child_key = k;
                 }
             }
-            if key <= child_key {
+            if !precedes(&self.items[child], &self.items[index]) {
                 break;
             }
             self.items.swap(index, child);
@@ -202,6 +209,14 @@ mod tests {
         seq: u64,
     }
     impl HeapEntry for E {
+        fn deadline(&self) -> u64 {
+            self.deadline
+        }
+        fn seq(&self) -> u64 {
+            self.seq
+        }
+    }
+    impl E {
         fn key(&self) -> (u64, u64) {
             (self.deadline, self.seq)
         }

@@ -61,14 +61,14 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
         let h = e.task.header();
         if i > 0 {
             let p = heap.get((i - 1) / crate::heap::ARITY).expect("in bounds");
-            if (p.deadline, p.seq) > (e.deadline, e.seq) {
+            if (p.deadline, p.task.header().seq) > (e.deadline, h.seq) {
                 return Err(format!("heap property broken at {i}"));
             }
         }
-        if (e.deadline, e.seq) != (h.deadline(), h.seq) {
+        if e.deadline != h.deadline() {
             return Err(format!("entry {i}: key differs from task {}'s", h.seq));
         }
-        let index = h.heap_index.load(crate::sync::Ordering::Relaxed);
+        let index = h.heap_index();
         if index != i {
             return Err(format!(
                 "task {} records heap index {index}, but sits at {i}",
@@ -84,6 +84,6 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
 pub fn pool_heap_index<T: 'static>(handle: &ScheduledHandle<T>) -> Option<usize> {
     let (header, shared) = handle.internals();
     let _state = shared.lock();
-    let index = header.heap_index.load(crate::sync::Ordering::Relaxed);
+    let index = header.heap_index();
     (index != NOT_QUEUED).then_some(index)
 }

@@ -56,17 +56,21 @@ pub(crate) struct Config {
     pub(crate) hooks: Hooks,
 }
 
-/// A heap entry: the ordering key inline, the task behind it.
+/// A heap entry: the deadline inline, the task (and its sequence number,
+/// needed only on a tie) behind it. 24 bytes.
 pub(crate) struct Entry {
     pub(crate) deadline: Nanos,
-    pub(crate) seq: u64,
     pub(crate) task: Arc<dyn Job>,
 }
 
 impl HeapEntry for Entry {
     #[inline]
-    fn key(&self) -> (u64, u64) {
-        (self.deadline, self.seq)
+    fn deadline(&self) -> u64 {
+        self.deadline
+    }
+    #[inline]
+    fn seq(&self) -> u64 {
+        self.task.header().seq
     }
 }
 
@@ -78,11 +82,7 @@ impl Positions<Entry> for InTask {
     fn set(&mut self, entry: &Entry, index: usize) {
         // Written only under the pool lock; Relaxed suffices because every
         // reader that acts on it holds the lock too.
-        entry
-            .task
-            .header()
-            .heap_index
-            .store(index, Ordering::Relaxed);
+        entry.task.header().set_heap_index(index);
     }
 }
 
@@ -123,7 +123,6 @@ impl State {
         let header = task.header();
         let entry = Entry {
             deadline: header.deadline(),
-            seq: header.seq,
             task,
         };
         self.heap.push(entry, &mut InTask)
@@ -259,7 +258,7 @@ impl Shared {
         let mut taken_back = None;
         if state.workers == 0 {
             if let Some(task) = submitted {
-                let index = task.header().heap_index.load(Ordering::Relaxed);
+                let index = task.header().heap_index();
                 let same = state
                     .heap
                     .get(index)
@@ -331,7 +330,7 @@ impl Shared {
             return None;
         }
         let mut state = self.handoff();
-        let index = header.heap_index.load(Ordering::Relaxed);
+        let index = header.heap_index();
         let queued = index != NOT_QUEUED
             && state
                 .heap
@@ -551,7 +550,7 @@ impl Shared {
 
     /// Removes `task` from the heap if it is queued there; true if it was.
     fn unqueue(&self, state: &mut State, header: &Header, task: *const u8) -> bool {
-        let index = header.heap_index.load(Ordering::Relaxed);
+        let index = header.heap_index();
         let queued = index != NOT_QUEUED
             && state
                 .heap

@@ -35,7 +35,7 @@ use crate::completion::Completion;
 use crate::error::{drop_quietly, panic_message, TaskError};
 use crate::heap::NOT_QUEUED;
 use crate::periodic::Control;
-use crate::sync::{AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, AtomicU8, Mutex, Ordering};
 
 pub(crate) const SCHEDULED: u8 = 0;
 pub(crate) const RUNNING: u8 = 1;
@@ -74,8 +74,10 @@ impl Kind {
 
 /// What every task carries, whatever its body and result type.
 pub(crate) struct Header {
-    /// Position in the pool's heap, or [`NOT_QUEUED`].
-    pub(crate) heap_index: AtomicUsize,
+    /// Position in the pool's heap, or `u32::MAX` for [`NOT_QUEUED`]. Four
+    /// bytes, not eight: a pool cannot hold 2^32 tasks (that is hundreds of
+    /// GiB of tasks) and every byte here is paid per pending task.
+    heap_index: AtomicU32,
     /// When the task is (next) due.
     deadline: AtomicU64,
     /// Submission order: the FIFO tie-break, and the task's id.
@@ -98,12 +100,27 @@ pub(crate) enum EndOfRun {
 impl Header {
     pub(crate) fn new(seq: u64, deadline: Nanos, kind: Kind) -> Self {
         Header {
-            heap_index: AtomicUsize::new(NOT_QUEUED),
+            heap_index: AtomicU32::new(u32::MAX),
             deadline: AtomicU64::new(deadline),
             seq,
             kind,
             state: AtomicU8::new(SCHEDULED),
         }
+    }
+
+    /// Position in the pool's heap, or [`NOT_QUEUED`]. Meaningful only
+    /// under the pool lock (where it is written).
+    pub(crate) fn heap_index(&self) -> usize {
+        match self.heap_index.load(Ordering::Relaxed) {
+            u32::MAX => NOT_QUEUED,
+            index => index as usize,
+        }
+    }
+
+    /// Records the task's heap position (under the pool lock).
+    pub(crate) fn set_heap_index(&self, index: usize) {
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        self.heap_index.store(index, Ordering::Relaxed);
     }
 
     pub(crate) fn deadline(&self) -> Nanos {
@@ -357,5 +374,24 @@ where
 {
     fn completion(&self) -> &Completion<T> {
         &self.completion
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::mem::size_of;
+
+    /// Every byte here is paid once per pending task (W6): keep them from
+    /// creeping back.
+    #[test]
+    fn per_task_sizes_stay_small() {
+        assert!(
+            size_of::<super::Header>() <= 24,
+            "{}",
+            size_of::<super::Header>()
+        );
+        assert!(size_of::<crate::shared::Entry>() <= 24);
+        // A no-op closure's task: header, body cell, completion cell.
+        assert!(size_of::<super::OnceTask<(), fn()>>() <= 80);
     }
 }
