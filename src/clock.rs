@@ -90,7 +90,11 @@ impl Clock {
     /// Registers a queue or pool to be woken when a manual clock moves.
     pub(crate) fn subscribe(&self, listener: Weak<dyn ClockListener>) {
         if let Clock::Manual(m) = self {
-            m.inner.listeners.lock().push(listener);
+            let mut listeners = m.inner.listeners.lock();
+            // Forget queues and pools that are gone, so a clock that makes
+            // many of them does not keep their entries until it next moves.
+            listeners.retain(|l| l.strong_count() > 0);
+            listeners.push(listener);
         }
     }
 

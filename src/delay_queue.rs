@@ -143,8 +143,14 @@ impl<T> State<T> {
     fn pop_value(&mut self) -> Option<T> {
         let entry = self.heap.pop(&mut self.slots)?;
         let value = self.slots.take(entry.slot);
-        self.heap.shrink_if_sparse();
+        self.shrink();
         Some(value)
+    }
+
+    /// Gives memory back as the queue empties.
+    fn shrink(&mut self) {
+        self.heap.shrink_if_sparse();
+        self.slots.release_if_empty();
     }
 }
 
@@ -195,7 +201,7 @@ impl<T: Send> ClockListener for Shared<T> {
 ///
 /// # Implementation
 ///
-/// An array binary heap of `(deadline, sequence, slot)` over a generational
+/// An array 4-ary heap of `(deadline, sequence, slot)` over a generational
 /// slot table; each slot records its heap position (Java's `setIndex`), so
 /// `remove` is O(log n). Waiting is the leader/follower protocol of Java's
 /// `DelayQueue.take`, shared with the pool (see `docs/design.md`).
@@ -265,7 +271,7 @@ impl<T: Delayed> DelayQueue<T> {
         let s = &mut *state;
         let seq = s.next_seq;
         s.next_seq += 1;
-        let (slot, generation) = s.slots.insert(item);
+        let slot = s.slots.insert(item, seq);
         if s.heap.push(
             Entry {
                 deadline,
@@ -280,7 +286,7 @@ impl<T: Delayed> DelayQueue<T> {
         }
         Key {
             index: slot,
-            generation,
+            generation: seq,
         }
     }
 }
@@ -294,7 +300,7 @@ impl<T> DelayQueue<T> {
         let index = s.slots.heap_index(key.index, key.generation)?;
         s.heap.remove_at(index, &mut s.slots);
         let value = s.slots.take(key.index);
-        s.heap.shrink_if_sparse();
+        s.shrink();
         Some(value)
     }
 

@@ -144,6 +144,7 @@ impl<E: HeapEntry> IndexedHeap<E> {
     }
 
     /// Removes every entry, in deadline order.
+    #[cfg(test)]
     pub(crate) fn drain_sorted(&mut self, pos: &mut impl Positions<E>) -> Vec<E> {
         let mut out = Vec::with_capacity(self.items.len());
         while let Some(entry) = self.pop(pos) {

@@ -5,10 +5,11 @@
 //! # Invariants
 //!
 //! - `touch` only stores "last active" under the timer's own small lock; the
-//!   heap entry keeps its old deadline. When that deadline comes up, the run
-//!   re-reads "last active": if the timer was touched since, it re-arms at
-//!   `last active + timeout` (one heap operation per *period of idleness*,
-//!   not per touch); otherwise it fires.
+//!   heap entry keeps its old deadline. When that deadline comes up, the
+//!   worker asks the timer ([`Job::rearm`]): if it was touched since, it is
+//!   requeued at `last active + timeout` without running (one heap operation
+//!   per *period of idleness*, not per touch; no hooks, span or run count);
+//!   otherwise it fires.
 //! - "Fire or re-arm" and `touch` are decided under the same lock, so a
 //!   touch either lands before the decision (and the timer re-arms) or
 //!   returns false (the timer had already fired).
@@ -47,22 +48,22 @@ where
         self.once.header()
     }
 
-    fn run(&self, _clock: &Clock, now: Nanos) -> Ran {
-        {
-            let mut activity = self.activity.lock();
-            let due = activity.last_active.saturating_add(self.timeout);
-            if due > now {
-                // Touched since this deadline was set: re-arm, lazily.
-                drop(activity);
-                let header = self.header();
-                let end = header.end_run(|_| header.set_deadline(due));
-                return Ran {
-                    again: end == crate::task::EndOfRun::Scheduled,
-                    panic: None,
-                };
-            }
-            activity.fired = true;
+    fn rearm(&self, now: Nanos) -> Option<Nanos> {
+        let mut activity = self.activity.lock();
+        if activity.fired {
+            return None;
         }
+        let due = activity.last_active.saturating_add(self.timeout);
+        if due > now {
+            // Touched since this deadline was set: re-arm, lazily.
+            return Some(due);
+        }
+        activity.fired = true;
+        None
+    }
+
+    fn run(&self, _clock: &Clock, _now: Nanos) -> Ran {
+        // `rearm` decided, under the activity lock, that the timer fires.
         self.once.run_body()
     }
 
@@ -192,7 +193,7 @@ impl ScheduledThreadPool {
                 fired: false,
             }),
         });
-        shared.enqueue(task.clone() as Arc<dyn Job>)?;
+        shared.enqueue(task.clone() as Arc<dyn Job>, now)?;
         Ok(IdleTimer {
             touch: task.clone() as Arc<dyn Touch>,
             handle: ScheduledHandle::new(task, Arc::clone(shared)),

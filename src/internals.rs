@@ -50,23 +50,23 @@ pub fn check_delay_queue<T>(q: &DelayQueue<T>) -> Result<(), String> {
 }
 
 /// Checks the work queue of the pool that `handle` belongs to: the heap
-/// property on `(deadline, seq)`, each entry's key equals its task's, and
-/// every queued task's recorded heap index is its own position.
+/// property on `(deadline, seq)`, each entry's deadline equals its task's,
+/// every heap task's recorded index is its own position, and the due lane
+/// is strictly increasing with every entry carrying the lane mark.
 pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String> {
     let (_, shared) = handle.internals();
     let state = shared.lock();
-    let heap = &state.heap;
-    for i in 0..heap.len() {
-        let e = heap.get(i).expect("in bounds");
+    let (heap, lane) = state.queue.parts();
+    for (i, e) in heap.iter().enumerate() {
         let h = e.task.header();
         if i > 0 {
-            let p = heap.get((i - 1) / crate::heap::ARITY).expect("in bounds");
+            let p = heap[(i - 1) / crate::heap::ARITY];
             if (p.deadline, p.task.header().seq) > (e.deadline, h.seq) {
                 return Err(format!("heap property broken at {i}"));
             }
         }
         if e.deadline != h.deadline() {
-            return Err(format!("entry {i}: key differs from task {}'s", h.seq));
+            return Err(format!("entry {i}: deadline differs from task {}'s", h.seq));
         }
         let index = h.heap_index();
         if index != i {
@@ -74,6 +74,18 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
                 "task {} records heap index {index}, but sits at {i}",
                 h.seq
             ));
+        }
+    }
+    for (i, e) in lane.iter().enumerate() {
+        let h = e.task.header();
+        if h.heap_index() != crate::work_queue::IN_LANE {
+            return Err(format!("lane task {} lacks the lane mark", h.seq));
+        }
+        if i > 0 {
+            let p = lane[i - 1];
+            if (p.deadline, p.task.header().seq) >= (e.deadline, h.seq) {
+                return Err(format!("lane out of order at {i}"));
+            }
         }
     }
     Ok(())

@@ -70,6 +70,7 @@
 mod builder;
 mod clock;
 mod completion;
+mod control;
 mod delay_queue;
 mod error;
 mod handle;
@@ -86,6 +87,7 @@ mod slots;
 mod stats;
 mod sync;
 mod task;
+mod work_queue;
 mod worker;
 
 pub use builder::Builder;

@@ -266,7 +266,8 @@ impl<'a> Periodic<'a> {
         }
         let shared = self.pool.shared();
         let seq = shared.next_seq();
-        let nominal = after(shared.clock.now(), self.initial_delay);
+        let now = shared.clock.now();
+        let nominal = after(now, self.initial_delay);
         if let Some(until) = self.until {
             let until = to_nanos(until);
             if until < nominal {
@@ -282,7 +283,7 @@ impl<'a> Periodic<'a> {
             completion: Completion::new(),
             control,
         });
-        shared.enqueue(task.clone() as std::sync::Arc<dyn Job>)?;
+        shared.enqueue(task.clone() as std::sync::Arc<dyn Job>, now)?;
         Ok(ScheduledHandle::new(task, std::sync::Arc::clone(shared)))
     }
 }

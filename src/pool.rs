@@ -154,13 +154,10 @@ impl ScheduledThreadPool {
         T: Send + 'static,
     {
         let shared = self.shared();
-        let header = Header::new(
-            shared.next_seq(),
-            after(shared.clock.now(), delay),
-            Kind::Once,
-        );
+        let now = shared.clock.now();
+        let header = Header::new(shared.next_seq(), after(now, delay), Kind::Once);
         let task = Arc::new(OnceTask::new(header, task));
-        shared.enqueue(task.clone())?;
+        shared.enqueue(task.clone(), now)?;
         Ok(ScheduledHandle::new(task, Arc::clone(shared)))
     }
 
@@ -336,7 +333,7 @@ impl ScheduledThreadPool {
 
     /// Tasks waiting in the queue (due or not).
     pub fn queue_len(&self) -> usize {
-        self.shared().lock().heap.len()
+        self.shared().lock().queue.len()
     }
 
     /// Tasks running right now.
@@ -387,7 +384,7 @@ impl fmt::Debug for ScheduledThreadPool {
         f.debug_struct("ScheduledThreadPool")
             .field("run_state", &state.run_state)
             .field("workers", &state.workers)
-            .field("queued", &state.heap.len())
+            .field("queued", &state.queue.len())
             .field("active", &state.active)
             .field("completed", &state.completed)
             .finish()

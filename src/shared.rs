@@ -6,8 +6,9 @@
 //!
 //! - Everything guarded lives in [`State`], behind one mutex: helpers that
 //!   need the lock take `&mut State`, so "must hold the lock" is a type.
-//! - While queued, a task's `heap_index` equals its position in `heap`
-//!   (see [`crate::heap`]); a removed, taken or drained task has `NOT_QUEUED`.
+//! - While queued, a task is in the [`WorkQueue`] (heap or due lane) and
+//!   its `heap_index` says where; a removed, taken or drained task has
+//!   `NOT_QUEUED` (see [`crate::work_queue`]).
 //! - The run-state check and the push of a submission happen under the same
 //!   lock, so a task is never queued after `shutdown` has purged the queue
 //!   (Java's schedule/shutdown race, A14.60, cannot happen): every accepted
@@ -26,12 +27,12 @@ use std::time::{Duration, Instant};
 
 use crate::clock::{Clock, ClockListener, Nanos};
 use crate::error::Rejected;
-use crate::heap::{HeapEntry, IndexedHeap, Positions, NOT_QUEUED};
 use crate::hooks::{Hooks, TaskPanic};
 use crate::leader::{Handoff, Leader, Waitable};
 use crate::stats::{LatenessHistogram, PoolStats};
 use crate::sync::{AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
 use crate::task::{Caught, Header, Job};
+use crate::work_queue::{Entry, WorkQueue};
 
 pub(crate) const RUNNING: u8 = 0;
 pub(crate) const SHUTDOWN: u8 = 1;
@@ -56,39 +57,9 @@ pub(crate) struct Config {
     pub(crate) hooks: Hooks,
 }
 
-/// A heap entry: the deadline inline, the task (and its sequence number,
-/// needed only on a tie) behind it. 24 bytes.
-pub(crate) struct Entry {
-    pub(crate) deadline: Nanos,
-    pub(crate) task: Arc<dyn Job>,
-}
-
-impl HeapEntry for Entry {
-    #[inline]
-    fn deadline(&self) -> u64 {
-        self.deadline
-    }
-    #[inline]
-    fn seq(&self) -> u64 {
-        self.task.header().seq
-    }
-}
-
-/// Records heap positions in the tasks themselves (Java's `setIndex`).
-pub(crate) struct InTask;
-
-impl Positions<Entry> for InTask {
-    #[inline]
-    fn set(&mut self, entry: &Entry, index: usize) {
-        // Written only under the pool lock; Relaxed suffices because every
-        // reader that acts on it holds the lock too.
-        entry.task.header().set_heap_index(index);
-    }
-}
-
 /// Everything the pool lock protects.
 pub(crate) struct State {
-    pub(crate) heap: IndexedHeap<Entry>,
+    pub(crate) queue: WorkQueue,
     pub(crate) leader: Leader,
     pub(crate) run_state: u8,
     /// Worker threads started and not yet exited.
@@ -108,24 +79,20 @@ impl Waitable for State {
         &mut self.leader
     }
     fn head_deadline(&self) -> Option<Nanos> {
-        self.heap.peek().map(|e| e.deadline)
+        self.queue.peek_deadline()
     }
     /// Workers stop waiting once the pool is stopping, or shut down with
     /// nothing left to run (Java's `getTask` returning null).
     fn is_closed(&self) -> bool {
-        self.run_state >= STOP || (self.run_state == SHUTDOWN && self.heap.is_empty())
+        self.run_state >= STOP || (self.run_state == SHUTDOWN && self.queue.is_empty())
     }
 }
 
 impl State {
     /// Queues `task` at its current deadline; true if it became the head.
-    pub(crate) fn push(&mut self, task: Arc<dyn Job>) -> bool {
-        let header = task.header();
-        let entry = Entry {
-            deadline: header.deadline(),
-            task,
-        };
-        self.heap.push(entry, &mut InTask)
+    /// `now` is a recent clock reading: a task due by then takes the lane.
+    pub(crate) fn push(&mut self, task: Arc<dyn Job>, now: Nanos) -> bool {
+        self.queue.push(task, now)
     }
 
     /// Reserves a worker slot if fewer than the core size run (at least one
@@ -166,7 +133,7 @@ impl Shared {
     pub(crate) fn new(config: Config, clock: Clock) -> Arc<Shared> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                heap: IndexedHeap::new(),
+                queue: WorkQueue::new(),
                 leader: Leader::default(),
                 run_state: RUNNING,
                 workers: 0,
@@ -220,7 +187,12 @@ impl Shared {
 
     /// Queues a new task, starting a worker if the pool has fewer than its
     /// core size. The task is dropped (outside the lock) when rejected.
-    pub(crate) fn enqueue(self: &Arc<Self>, task: Arc<dyn Job>) -> Result<(), Rejected> {
+    /// `now` is the clock reading its deadline was computed from.
+    pub(crate) fn enqueue(
+        self: &Arc<Self>,
+        task: Arc<dyn Job>,
+        now: Nanos,
+    ) -> Result<(), Rejected> {
         let mut state = self.handoff();
         if state.run_state != RUNNING {
             drop(state);
@@ -228,7 +200,7 @@ impl Shared {
             return Err(Rejected::shutdown());
         }
         state.accepted += 1;
-        if state.push(task.clone()) {
+        if state.push(task.clone(), now) {
             state.new_head();
         }
         let worker = state.reserve_worker(&self.config);
@@ -258,13 +230,8 @@ impl Shared {
         let mut taken_back = None;
         if state.workers == 0 {
             if let Some(task) = submitted {
-                let index = task.header().heap_index();
-                let same = state
-                    .heap
-                    .get(index)
-                    .is_some_and(|e| same_task(&e.task, task));
-                if same {
-                    taken_back = Some(state.heap.remove_at(index, &mut InTask));
+                taken_back = state.queue.remove_anywhere(task.header(), data_ptr(task));
+                if taken_back.is_some() {
                     state.accepted -= 1;
                 }
             }
@@ -307,12 +274,14 @@ impl Shared {
     /// cost a context switch (the replaced leader wakes at its old deadline
     /// and follows).
     pub(crate) fn requeue(&self, state: &mut State, task: Arc<dyn Job>) -> Option<Arc<dyn Job>> {
+        // Requeued tasks go to the heap (a catch-up run is overdue, not
+        // "due at submission"; the lane is for bursts of new due tasks).
         if !task.header().is_scheduled() {
             // Cancelled between the end of its run and now: already completed.
             return None;
         }
         if self.can_run(state.run_state, task.header(), 0) {
-            if state.push(task) {
+            if state.push(task, 0) {
                 state.leader.clear();
             }
             None
@@ -324,26 +293,15 @@ impl Shared {
     // ===== cancellation (Java: remove / removeOnCancel) =====
 
     /// Removes a just-cancelled task (named by its header and data pointer)
-    /// from the heap if it is there.
+    /// from the queue if it is there (see [`WorkQueue::remove`]).
     pub(crate) fn remove_cancelled(&self, header: &Header, task: *const u8) -> Option<Entry> {
         if !self.config.remove_on_cancel {
             return None;
         }
         let mut state = self.handoff();
-        let index = header.heap_index();
-        let queued = index != NOT_QUEUED
-            && state
-                .heap
-                .get(index)
-                .is_some_and(|e| std::ptr::eq(data_ptr(&e.task), task));
-        if !queued {
-            return None;
-        }
-        let entry = state.heap.remove_at(index, &mut InTask);
-        state.heap.shrink_if_sparse();
         // Cancelling the last task after shutdown lets the pool terminate:
         // the Handoff's drop wakes a worker to see that (Java: tryTerminate).
-        Some(entry)
+        state.queue.remove(header, task)
     }
 
     // ===== shutdown =====
@@ -359,18 +317,15 @@ impl Shared {
             }
             self.set_run_state(&mut state, SHUTDOWN);
             let config = &self.config;
-            let removed = state.heap.retain(
-                |e| {
-                    let h = e.task.header();
-                    !h.is_cancelled()
-                        && if h.kind.is_periodic() {
-                            config.continue_periodic_after_shutdown
-                        } else {
-                            config.execute_delayed_after_shutdown || h.deadline() <= now
-                        }
-                },
-                &mut InTask,
-            );
+            let removed = state.queue.retain(|e| {
+                let h = e.task.header();
+                !h.is_cancelled()
+                    && if h.kind.is_periodic() {
+                        config.continue_periodic_after_shutdown
+                    } else {
+                        config.execute_delayed_after_shutdown || h.deadline() <= now
+                    }
+            });
             self.try_terminate(&mut state);
             removed
             // The Handoff's drop wakes a worker if the queue is now empty,
@@ -390,8 +345,7 @@ impl Shared {
         let drained = {
             let mut state = self.handoff();
             self.set_run_state(&mut state, STOP);
-            let drained = state.heap.drain_sorted(&mut InTask);
-            state.heap = IndexedHeap::new();
+            let drained = state.queue.drain();
             self.try_terminate(&mut state);
             drained
         };
@@ -405,7 +359,7 @@ impl Shared {
 
     /// Terminates if shut down, with no worker left and nothing queued.
     pub(crate) fn try_terminate(&self, state: &mut State) {
-        let drained = state.heap.is_empty() || state.run_state >= STOP;
+        let drained = state.queue.is_empty() || state.run_state >= STOP;
         if state.run_state >= SHUTDOWN
             && state.run_state < TERMINATED
             && state.workers == 0
@@ -451,7 +405,7 @@ impl Shared {
         state.idle_waiters += 1;
         let idle = loop {
             let now = self.clock.now();
-            let due = state.heap.peek().is_some_and(|e| e.deadline <= now);
+            let due = state.queue.peek_deadline().is_some_and(|d| d <= now);
             if state.active == 0 && (!due || state.run_state >= STOP) {
                 break true;
             }
@@ -471,9 +425,11 @@ impl Shared {
 
     /// Called under the lock after a run: wakes `wait_idle` callers if the
     /// pool may have become idle.
-    pub(crate) fn note_finished(&self, state: &mut State) {
+    pub(crate) fn note_finished(&self, state: &mut State, ran: bool) {
         state.active -= 1;
-        state.completed += 1;
+        if ran {
+            state.completed += 1;
+        }
         if state.active == 0 && state.idle_waiters > 0 {
             self.idle.notify_all();
         }
@@ -529,7 +485,7 @@ impl Shared {
     pub(crate) fn stats(&self) -> PoolStats {
         let (queued, active, workers, accepted, completed) = {
             let s = self.lock();
-            (s.heap.len(), s.active, s.workers, s.accepted, s.completed)
+            (s.queue.len(), s.active, s.workers, s.accepted, s.completed)
         };
         PoolStats {
             queued,
@@ -545,111 +501,6 @@ impl Shared {
             lateness: self.lateness.snapshot(),
         }
     }
-
-    // ===== control of a queued task (pause, resume, trigger, reschedule) =====
-
-    /// Removes `task` from the heap if it is queued there; true if it was.
-    fn unqueue(&self, state: &mut State, header: &Header, task: *const u8) -> bool {
-        let index = header.heap_index();
-        let queued = index != NOT_QUEUED
-            && state
-                .heap
-                .get(index)
-                .is_some_and(|e| std::ptr::eq(data_ptr(&e.task), task));
-        if queued {
-            // The entry holds only a clone of the task's Arc: dropping it
-            // under the lock runs no user code.
-            drop(state.heap.remove_at(index, &mut InTask));
-        }
-        queued
-    }
-
-    /// Pauses a task: a queued one leaves the queue, a running one pauses
-    /// after its run. True if it was scheduled or running.
-    pub(crate) fn pause(&self, job: &Arc<dyn Job>) -> bool {
-        let header = job.header();
-        let mut state = self.handoff();
-        if header.pause_scheduled() {
-            self.unqueue(&mut state, header, data_ptr(job));
-            return true;
-        }
-        header.request_pause()
-    }
-
-    /// Resumes a paused task at its next run after now (missed runs are
-    /// not replayed). False if it was not paused. A task the pool may no
-    /// longer run (shut down meanwhile) is cancelled instead.
-    pub(crate) fn resume(&self, job: &Arc<dyn Job>) -> bool {
-        let header = job.header();
-        let now = self.clock.now();
-        let refused = {
-            let mut state = self.handoff();
-            if header.state() != crate::task::PAUSED {
-                return false;
-            }
-            if let Some(control) = job.control() {
-                header.set_deadline(control.resume_at(header.kind, now));
-            }
-            if !header.resume_paused() {
-                return false;
-            }
-            if self.can_run(state.run_state, header, now) {
-                if state.push(Arc::clone(job)) {
-                    state.new_head();
-                }
-                false
-            } else {
-                true
-            }
-        };
-        if refused && header.try_cancel() {
-            job.cancelled();
-        }
-        true
-    }
-
-    /// Makes a task due now. A running periodic task runs again as soon as
-    /// its current run ends (never overlapping). False if it was not
-    /// waiting for a run (done, cancelled, paused, or a running one-shot).
-    pub(crate) fn trigger(&self, job: &Arc<dyn Job>) -> bool {
-        let header = job.header();
-        let now = self.clock.now();
-        let mut state = self.handoff();
-        if header.is_scheduled() {
-            let queued = self.unqueue(&mut state, header, data_ptr(job));
-            header.set_deadline(header.deadline().min(now));
-            if queued && state.push(Arc::clone(job)) {
-                state.new_head();
-            }
-            // Not queued: it is between a run's end and its requeue, which
-            // pushes at the deadline just set.
-            return true;
-        }
-        header.kind.is_periodic() && header.request_trigger()
-    }
-
-    /// Changes a periodic task's period (or delay). A queued task is moved
-    /// to its re-based next run; a running one uses the new period when its
-    /// run ends.
-    pub(crate) fn set_period(&self, job: &Arc<dyn Job>, period: Nanos) -> bool {
-        let Some(control) = job.control() else {
-            return false;
-        };
-        let header = job.header();
-        let now = self.clock.now();
-        let mut state = self.handoff();
-        if header.is_done() {
-            return false;
-        }
-        let old = control.swap_period(period);
-        if self.unqueue(&mut state, header, data_ptr(job)) {
-            header.set_deadline(control.rebase(old, period, now));
-            if state.push(Arc::clone(job)) {
-                state.new_head();
-            }
-        }
-        true
-    }
 }
 
 impl ClockListener for Shared {
@@ -661,8 +512,4 @@ impl ClockListener for Shared {
 /// A task's address, whatever trait object points at it (vtables may differ).
 pub(crate) fn data_ptr<T: ?Sized>(task: &Arc<T>) -> *const u8 {
     Arc::as_ptr(task) as *const u8
-}
-
-fn same_task(a: &Arc<dyn Job>, b: &Arc<dyn Job>) -> bool {
-    std::ptr::eq(data_ptr(a), data_ptr(b))
 }

@@ -1,14 +1,18 @@
-//! A generational slot table: the storage behind [`Key`](crate::Key).
+//! A slot table: the storage behind [`Key`](crate::Key).
 //!
 //! # Invariants
 //!
 //! - A slot is either occupied (`value` is `Some`, `heap_index` is its
 //!   entry's heap position) or free (`value` is `None`, `heap_index` is
 //!   `NOT_QUEUED`, and the slot is on the free list).
-//! - A slot's `generation` grows by one every time it is freed, so a key
-//!   `(index, generation)` names exactly one occupancy: a stale key never
-//!   matches a later element in the same slot (tokio-util's index-only key
-//!   can).
+//! - An occupied slot's `generation` is the occupant's generation, which
+//!   the queue draws from its sequence counter: unique over the queue's
+//!   whole life. So a key `(index, generation)` names exactly one element,
+//!   and a stale key never matches a later element in the same slot
+//!   (tokio-util's index-only key can).
+//! - Because generations do not live in the slots, the table can be
+//!   dropped whole once it is empty ([`Slab::release_if_empty`]): a queue
+//!   that drained gives its memory back.
 
 use crate::heap::NOT_QUEUED;
 
@@ -24,6 +28,7 @@ struct Slot<T> {
 pub(crate) struct Slab<T> {
     slots: Vec<Slot<T>>,
     free: Vec<usize>,
+    occupied: usize,
 }
 
 impl<T> Slab<T> {
@@ -31,24 +36,27 @@ impl<T> Slab<T> {
         Slab {
             slots: Vec::new(),
             free: Vec::new(),
+            occupied: 0,
         }
     }
 
-    /// Stores `value`; returns `(index, generation)`.
-    pub(crate) fn insert(&mut self, value: T) -> (usize, u64) {
+    /// Stores `value` under `generation` (unique per queue); returns its
+    /// slot number.
+    pub(crate) fn insert(&mut self, value: T, generation: u64) -> usize {
+        self.occupied += 1;
+        let slot = Slot {
+            generation,
+            heap_index: NOT_QUEUED,
+            value: Some(value),
+        };
         match self.free.pop() {
             Some(index) => {
-                let slot = &mut self.slots[index];
-                slot.value = Some(value);
-                (index, slot.generation)
+                self.slots[index] = slot;
+                index
             }
             None => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    heap_index: NOT_QUEUED,
-                    value: Some(value),
-                });
-                (self.slots.len() - 1, 0)
+                self.slots.push(slot);
+                self.slots.len() - 1
             }
         }
     }
@@ -74,9 +82,9 @@ impl<T> Slab<T> {
     pub(crate) fn take(&mut self, index: usize) -> T {
         let slot = &mut self.slots[index];
         let value = slot.value.take().expect("slot occupied");
-        slot.generation += 1;
         slot.heap_index = NOT_QUEUED;
         self.free.push(index);
+        self.occupied -= 1;
         value
     }
 
@@ -88,18 +96,19 @@ impl<T> Slab<T> {
             .collect()
     }
 
-    /// Frees every slot, returning the values; every outstanding key goes stale.
+    /// Empties the table, returning the values; every outstanding key goes
+    /// stale. The table's memory is released.
     pub(crate) fn take_all(&mut self) -> Vec<T> {
-        let mut out = Vec::new();
-        for (index, slot) in self.slots.iter_mut().enumerate() {
-            if let Some(value) = slot.value.take() {
-                slot.generation += 1;
-                slot.heap_index = NOT_QUEUED;
-                self.free.push(index);
-                out.push(value);
-            }
+        let values = self.slots.drain(..).filter_map(|s| s.value).collect();
+        *self = Slab::new();
+        values
+    }
+
+    /// Releases the table's memory if nothing is stored.
+    pub(crate) fn release_if_empty(&mut self) {
+        if self.occupied == 0 && self.slots.capacity() > 0 {
+            *self = Slab::new();
         }
-        out
     }
 }
 
@@ -110,20 +119,39 @@ mod tests {
     #[test]
     fn stale_keys_never_match() {
         let mut slab = Slab::new();
-        let (a, ga) = slab.insert("a");
+        let a = slab.insert("a", 1);
         slab.set_heap_index(a, 0);
-        assert_eq!(slab.heap_index(a, ga), Some(0));
+        assert_eq!(slab.heap_index(a, 1), Some(0));
         assert_eq!(slab.take(a), "a");
-        assert_eq!(slab.heap_index(a, ga), None);
-        let (b, gb) = slab.insert("b");
+        assert_eq!(slab.heap_index(a, 1), None);
+        let b = slab.insert("b", 2);
         assert_eq!(b, a, "the slot is reused");
-        assert_ne!(gb, ga);
         assert_eq!(
-            slab.heap_index(a, ga),
+            slab.heap_index(a, 1),
             None,
             "the old key does not see the new value"
         );
         assert_eq!(slab.take_all(), vec!["b"]);
-        assert_eq!(slab.heap_index(b, gb), None);
+        assert_eq!(slab.heap_index(b, 2), None);
+    }
+
+    #[test]
+    fn an_empty_table_gives_its_memory_back() {
+        let mut slab = Slab::new();
+        let slots: Vec<usize> = (0..1000).map(|g| slab.insert(g, g)).collect();
+        for &s in &slots[..999] {
+            slab.take(s);
+        }
+        slab.release_if_empty();
+        assert!(slab.slots.capacity() >= 1000, "one value left: kept");
+        slab.take(slots[999]);
+        slab.release_if_empty();
+        assert_eq!((slab.slots.capacity(), slab.free.capacity()), (0, 0));
+        let again = slab.insert(5, 5000);
+        assert_eq!(
+            slab.heap_index(again, 999),
+            None,
+            "an old key into a released table stays stale"
+        );
     }
 }

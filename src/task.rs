@@ -48,6 +48,9 @@ const PAUSE_REQUESTED: u8 = 0b1000;
 /// While `RUNNING`: the next run is due at once.
 const TRIGGER_REQUESTED: u8 = 0b1_0000;
 
+/// How [`crate::work_queue::IN_LANE`] is stored in a header's 32-bit index.
+const LANE_MARK: u32 = u32::MAX - 1;
+
 /// What kind of task this is (the `kind` field of the `task` span).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -113,13 +116,17 @@ impl Header {
     pub(crate) fn heap_index(&self) -> usize {
         match self.heap_index.load(Ordering::Relaxed) {
             u32::MAX => NOT_QUEUED,
+            LANE_MARK => crate::work_queue::IN_LANE,
             index => index as usize,
         }
     }
 
     /// Records the task's heap position (under the pool lock).
     pub(crate) fn set_heap_index(&self, index: usize) {
-        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        let index = match index {
+            crate::work_queue::IN_LANE => LANE_MARK,
+            index => u32::try_from(index).unwrap_or(u32::MAX),
+        };
         self.heap_index.store(index, Ordering::Relaxed);
     }
 
@@ -285,6 +292,11 @@ pub(crate) trait Job: Send + Sync + 'static {
     fn control(&self) -> Option<&Control> {
         None
     }
+    /// For an idle timer touched since it was armed: its new deadline, to
+    /// requeue it without running it. `None`: run it now.
+    fn rearm(&self, _now: Nanos) -> Option<Nanos> {
+        None
+    }
     /// Completed runs (a one-shot: 0 or 1).
     fn runs(&self) -> u64 {
         u64::from(self.header().state() == DONE)
@@ -390,7 +402,7 @@ mod tests {
             "{}",
             size_of::<super::Header>()
         );
-        assert!(size_of::<crate::shared::Entry>() <= 24);
+        assert!(size_of::<crate::work_queue::Entry>() <= 24);
         // A no-op closure's task: header, body cell, completion cell.
         assert!(size_of::<super::OnceTask<(), fn()>>() <= 80);
     }

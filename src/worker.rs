@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::clock::Nanos;
+use crate::error::drop_quietly;
 use crate::hooks::{CurrentRun, RunInfo};
 use crate::shared::{Shared, RUNNING, STOP};
 use crate::sync::thread_local;
@@ -37,8 +38,10 @@ pub(crate) fn is_worker_of(shared: &Shared) -> bool {
 
 /// What a run left to fold into the pool state at the next lock.
 struct Finished {
-    /// A periodic task to requeue.
+    /// A task to requeue (a periodic task's next run, a re-armed idle timer).
     again: Option<Arc<dyn Job>>,
+    /// Whether it counts as a run (a re-arm does not).
+    ran: bool,
 }
 
 /// Decrements `workers` if the thread unwinds out of its loop.
@@ -59,9 +62,9 @@ impl Drop for ExitGuard<'_> {
             let mut state = self.shared.lock();
             state.workers -= 1;
             if self.busy {
-                self.shared.note_finished(&mut state);
+                self.shared.note_finished(&mut state, true);
             }
-            let replacement = if state.run_state < STOP && !state.heap.is_empty() {
+            let replacement = if state.run_state < STOP && !state.queue.is_empty() {
                 state.reserve_worker(&self.shared.config)
             } else {
                 None
@@ -90,7 +93,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
     loop {
         let mut state = shared.handoff();
         if let Some(done) = finished.take() {
-            shared.note_finished(&mut state);
+            shared.note_finished(&mut state, done.ran);
             guard.busy = false;
             if let Some(task) = done.again {
                 if let Some(refused) = shared.requeue(&mut state, task) {
@@ -105,14 +108,14 @@ pub(crate) fn run(shared: Arc<Shared>) {
         }
         // The last worker of a core-0 pool leaves after a keep-alive on an
         // empty queue (Java: timed poll with keepAliveTime).
-        let limit = if shared.config.core_threads == 0 && state.heap.is_empty() {
+        let limit = if shared.config.core_threads == 0 && state.queue.is_empty() {
             Instant::now().checked_add(shared.config.keep_alive)
         } else {
             None
         };
         let now = match state.wait_due(&shared.clock, limit) {
             crate::leader::Wake::Due(now) => now,
-            crate::leader::Wake::TimedOut if !state.heap.is_empty() => continue,
+            crate::leader::Wake::TimedOut if !state.queue.is_empty() => continue,
             crate::leader::Wake::Closed | crate::leader::Wake::TimedOut => {
                 state.workers -= 1;
                 guard.left = true;
@@ -120,33 +123,41 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 return;
             }
         };
-        let entry = state
-            .heap
-            .pop(&mut crate::shared::InTask)
-            .expect("a due head");
+        let entry = state.queue.pop().expect("a due head");
         state.active += 1;
         guard.busy = true;
+        // Decided under the lock the task was taken under: a task taken
+        // before `shutdown_now` has started, as far as it is concerned, and
+        // is neither returned by it nor cancelled.
+        let run_state = state.run_state;
         drop(state); // hands leadership on before the run
-        finished = Some(run_one(&shared, entry.task, now));
+        finished = Some(run_one(&shared, entry.task, now, run_state));
     }
 }
 
-/// Runs one task taken from the heap; returns what to fold in afterwards.
-fn run_one(shared: &Shared, task: Arc<dyn Job>, now: Nanos) -> Finished {
+/// Runs one task taken from the queue; returns what to fold in afterwards.
+/// `run_state` is the pool's state when the task was taken.
+fn run_one(shared: &Shared, task: Arc<dyn Job>, now: Nanos, run_state: u8) -> Finished {
     let header = task.header();
-    let run_state = shared.run_state();
     if run_state != RUNNING && !shared.can_run(run_state, header, now) {
-        // Java: a task whose run starts after STOP, or a periodic task after
-        // shutdown, cancels itself instead of running.
+        // Java: a periodic task taken after shutdown cancels itself instead
+        // of running.
         if header.try_cancel() {
             task.cancelled();
         }
-        return Finished { again: None };
+        return finish(task, false, true);
+    }
+    if let Some(due) = task.rearm(now) {
+        // An idle timer touched since it was armed: not a run, just a new
+        // deadline (it is still SCHEDULED, never started).
+        header.set_deadline(due);
+        return finish(task, true, false);
     }
     if !header.try_start() {
         // Cancelled or paused while queued but kept (remove_on_cancel =
-        // false): a no-op run, counted as completed like Java's.
-        return Finished { again: None };
+        // false, or the due lane): a no-op run, counted as completed like
+        // Java's.
+        return finish(task, false, true);
     }
     let info = RunInfo::new(
         header.seq,
@@ -174,8 +185,21 @@ fn run_one(shared: &Shared, task: Arc<dyn Job>, now: Nanos) -> Finished {
     if let Some(caught) = ran.panic {
         shared.report_panic(header, caught);
     }
-    Finished {
-        again: ran.again.then_some(task),
+    finish(task, ran.again, true)
+}
+
+/// Keeps `task` for requeueing, or drops this reference to it. That may be
+/// the last one (the handle is gone), dropping a stored result whose `Drop`
+/// may panic: contained, so the worker thread survives.
+fn finish(task: Arc<dyn Job>, again: bool, ran: bool) -> Finished {
+    if again {
+        Finished {
+            again: Some(task),
+            ran,
+        }
+    } else {
+        drop_quietly(task);
+        Finished { again: None, ran }
     }
 }
 

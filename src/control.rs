@@ -1,0 +1,115 @@
+//! Steering a queued or running task: pause, resume, trigger, reschedule.
+//! These live apart from [`crate::shared`]'s submission and shutdown paths
+//! but use the same lock and state.
+//!
+//! # Invariants
+//!
+//! - Every operation here runs under the pool lock, so it is atomic with
+//!   respect to workers popping and requeueing: a task is never in the queue
+//!   twice, and a paused task is never in the queue.
+//! - A request that arrives while the task runs (pause, trigger) is a flag in
+//!   the task's state word, read by the runner's end-of-run swap (see
+//!   [`crate::task`]), so it cannot fall between "the run ended" and
+//!   "requeued".
+
+use std::sync::Arc;
+
+use crate::clock::Nanos;
+use crate::shared::{data_ptr, Shared, State};
+use crate::task::{Header, Job};
+
+impl Shared {
+    /// Removes `task` from the queue if it is queued there; true if it was.
+    fn unqueue(&self, state: &mut State, header: &Header, task: *const u8) -> bool {
+        // The entry holds only a clone of the task's Arc: dropping it under
+        // the lock runs no user code.
+        state.queue.remove_anywhere(header, task).is_some()
+    }
+
+    /// Pauses a task: a queued one leaves the queue, a running one pauses
+    /// after its run. True if it was scheduled or running.
+    pub(crate) fn pause(&self, job: &Arc<dyn Job>) -> bool {
+        let header = job.header();
+        let mut state = self.handoff();
+        if header.pause_scheduled() {
+            self.unqueue(&mut state, header, data_ptr(job));
+            return true;
+        }
+        header.request_pause()
+    }
+
+    /// Resumes a paused task at its next run after now (missed runs are
+    /// not replayed). False if it was not paused. A task the pool may no
+    /// longer run (shut down meanwhile) is cancelled instead.
+    pub(crate) fn resume(&self, job: &Arc<dyn Job>) -> bool {
+        let header = job.header();
+        let now = self.clock.now();
+        let refused = {
+            let mut state = self.handoff();
+            if header.state() != crate::task::PAUSED {
+                return false;
+            }
+            if let Some(control) = job.control() {
+                header.set_deadline(control.resume_at(header.kind, now));
+            }
+            if !header.resume_paused() {
+                return false;
+            }
+            if self.can_run(state.run_state, header, now) {
+                if state.push(Arc::clone(job), now) {
+                    state.new_head();
+                }
+                false
+            } else {
+                true
+            }
+        };
+        if refused && header.try_cancel() {
+            job.cancelled();
+        }
+        true
+    }
+
+    /// Makes a task due now. A running periodic task runs again as soon as
+    /// its current run ends (never overlapping). False if it was not
+    /// waiting for a run (done, cancelled, paused, or a running one-shot).
+    pub(crate) fn trigger(&self, job: &Arc<dyn Job>) -> bool {
+        let header = job.header();
+        let now = self.clock.now();
+        let mut state = self.handoff();
+        if header.is_scheduled() {
+            let queued = self.unqueue(&mut state, header, data_ptr(job));
+            header.set_deadline(header.deadline().min(now));
+            if queued && state.push(Arc::clone(job), now) {
+                state.new_head();
+            }
+            // Not queued: it is between a run's end and its requeue, which
+            // pushes at the deadline just set.
+            return true;
+        }
+        header.kind.is_periodic() && header.request_trigger()
+    }
+
+    /// Changes a periodic task's period (or delay). A queued task is moved
+    /// to its re-based next run; a running one uses the new period when its
+    /// run ends.
+    pub(crate) fn set_period(&self, job: &Arc<dyn Job>, period: Nanos) -> bool {
+        let Some(control) = job.control() else {
+            return false;
+        };
+        let header = job.header();
+        let now = self.clock.now();
+        let mut state = self.handoff();
+        if header.is_done() {
+            return false;
+        }
+        let old = control.swap_period(period);
+        if self.unqueue(&mut state, header, data_ptr(job)) {
+            header.set_deadline(control.rebase(old, period, now));
+            if state.push(Arc::clone(job), now) {
+                state.new_head();
+            }
+        }
+        true
+    }
+}

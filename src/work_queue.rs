@@ -1,0 +1,255 @@
+//! The pool's work queue (Java's `DelayedWorkQueue`): the indexed heap, plus
+//! a FIFO lane for tasks that are already due when submitted.
+//!
+//! # Invariants
+//!
+//! - Every queued task is in exactly one of `heap` and `lane`. Its header's
+//!   heap index is its heap position, or [`IN_LANE`]; a task that leaves
+//!   the queue gets [`NOT_QUEUED`].
+//! - The lane is strictly increasing in `(deadline, seq)`. A task due at
+//!   submission normally sorts after the lane's back already (the clock is
+//!   monotonic and sequence numbers grow); when two submitters race, the
+//!   later one's deadline is raised by a nanosecond to keep the order (later,
+//!   never earlier).
+//! - The queue's order is the merge of the two: `pop` takes whichever front
+//!   comes first by `(deadline, seq)`, so FIFO among equal deadlines holds
+//!   across both. The lane makes a burst of due tasks O(1) to push and pop
+//!   (no sift, no index writes into other tasks).
+//! - A cancelled task in the lane is not searched for: its closure is
+//!   dropped at once by the cancel, and its entry (one `Arc`) leaves when it
+//!   reaches the front, which for a due task is soon. `CANCELLED` is final,
+//!   so the stale entry can never run. Pause, trigger and reschedule, which
+//!   requeue the task later, do remove it ([`WorkQueue::remove_anywhere`]):
+//!   a stale entry there could run the task twice.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::clock::Nanos;
+use crate::heap::{HeapEntry, IndexedHeap, Positions, NOT_QUEUED};
+use crate::task::{Header, Job};
+
+/// The heap index recorded for a task in the lane.
+pub(crate) const IN_LANE: usize = usize::MAX - 1;
+
+/// A queued task: the deadline inline, the task (and its sequence number,
+/// needed only on a tie) behind it. 24 bytes.
+pub(crate) struct Entry {
+    pub(crate) deadline: Nanos,
+    pub(crate) task: Arc<dyn Job>,
+}
+
+impl Entry {
+    fn key(&self) -> (Nanos, u64) {
+        (self.deadline, self.task.header().seq)
+    }
+}
+
+impl HeapEntry for Entry {
+    #[inline]
+    fn deadline(&self) -> u64 {
+        self.deadline
+    }
+    #[inline]
+    fn seq(&self) -> u64 {
+        self.task.header().seq
+    }
+}
+
+/// Records heap positions in the tasks themselves (Java's `setIndex`).
+pub(crate) struct InTask;
+
+impl Positions<Entry> for InTask {
+    #[inline]
+    fn set(&mut self, entry: &Entry, index: usize) {
+        entry.task.header().set_heap_index(index);
+    }
+}
+
+/// The work queue. Lives in the pool's lock-protected `State`.
+pub(crate) struct WorkQueue {
+    heap: IndexedHeap<Entry>,
+    lane: VecDeque<Entry>,
+}
+
+/// Is `task` the task behind `entry`? (Data pointers; vtables may differ.)
+pub(crate) fn is_task(entry: &Entry, task: *const u8) -> bool {
+    std::ptr::eq(Arc::as_ptr(&entry.task) as *const u8, task)
+}
+
+impl WorkQueue {
+    pub(crate) fn new() -> Self {
+        WorkQueue {
+            heap: IndexedHeap::new(),
+            lane: VecDeque::new(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.heap.len() + self.lane.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.heap.is_empty() && self.lane.is_empty()
+    }
+
+    /// Does the lane's front come before the heap's?
+    fn lane_first(&self) -> Option<bool> {
+        match (self.lane.front(), self.heap.peek()) {
+            (None, None) => None,
+            (Some(_), None) => Some(true),
+            (None, Some(_)) => Some(false),
+            (Some(l), Some(h)) => {
+                Some(l.deadline < h.deadline || (l.deadline == h.deadline && l.key() < h.key()))
+            }
+        }
+    }
+
+    /// The first task's deadline, due or not.
+    pub(crate) fn peek_deadline(&self) -> Option<Nanos> {
+        match self.lane_first()? {
+            true => self.lane.front().map(|e| e.deadline),
+            false => self.heap.peek().map(|e| e.deadline),
+        }
+    }
+
+    /// Queues `task` at its header's deadline; true if it became the first.
+    /// A task due at `now` goes to the lane.
+    pub(crate) fn push(&mut self, task: Arc<dyn Job>, now: Nanos) -> bool {
+        let header = task.header();
+        let mut deadline = header.deadline();
+        if deadline > now {
+            return self.heap.push(Entry { deadline, task }, &mut InTask);
+        }
+        if let Some(back) = self.lane.back() {
+            if (deadline, header.seq) <= back.key() {
+                // A racing submitter queued a later sequence number first.
+                deadline = back.deadline + 1;
+                header.set_deadline(deadline);
+            }
+        }
+        header.set_heap_index(IN_LANE);
+        self.lane.push_back(Entry { deadline, task });
+        self.lane.len() == 1 && self.lane_first() == Some(true)
+    }
+
+    /// Removes and returns the first task.
+    pub(crate) fn pop(&mut self) -> Option<Entry> {
+        let entry = match self.lane_first()? {
+            true => self.lane.pop_front()?,
+            false => self.heap.pop(&mut InTask)?,
+        };
+        entry.task.header().set_heap_index(NOT_QUEUED);
+        Some(entry)
+    }
+
+    /// Removes the task `header`/`task` from the heap in O(log n), if it is
+    /// there. A task in the lane is left for its turn (see the invariants).
+    pub(crate) fn remove(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
+        let index = header.heap_index();
+        if index == NOT_QUEUED || index == IN_LANE {
+            return None;
+        }
+        if !self.heap.get(index).is_some_and(|e| is_task(e, task)) {
+            return None;
+        }
+        let entry = self.heap.remove_at(index, &mut InTask);
+        self.heap.shrink_if_sparse();
+        Some(entry)
+    }
+
+    /// Removes the task wherever it is queued: the heap in O(log n), the
+    /// lane by a linear search. For the rare paths that must not leave a
+    /// stale entry behind (pause, trigger, reschedule, taking back a task
+    /// no worker will run); cancel uses [`remove`](Self::remove).
+    pub(crate) fn remove_anywhere(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
+        if header.heap_index() != IN_LANE {
+            return self.remove(header, task);
+        }
+        let at = self.lane.iter().position(|e| is_task(e, task))?;
+        let entry = self.lane.remove(at)?;
+        header.set_heap_index(NOT_QUEUED);
+        Some(entry)
+    }
+
+    /// Keeps the tasks for which `keep` is true; returns the others.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Entry) -> bool) -> Vec<Entry> {
+        let mut removed = self.heap.retain(&mut keep, &mut InTask);
+        let lane = std::mem::take(&mut self.lane);
+        for entry in lane {
+            if keep(&entry) {
+                self.lane.push_back(entry);
+            } else {
+                entry.task.header().set_heap_index(NOT_QUEUED);
+                removed.push(entry);
+            }
+        }
+        removed
+    }
+
+    /// Removes every task, in queue order.
+    pub(crate) fn drain(&mut self) -> Vec<Entry> {
+        let mut out = Vec::with_capacity(self.len());
+        while let Some(entry) = self.pop() {
+            out.push(entry);
+        }
+        *self = WorkQueue::new();
+        out
+    }
+
+    /// For `crate::internals`: the heap entries in array order, and the lane.
+    pub(crate) fn parts(&self) -> (Vec<&Entry>, Vec<&Entry>) {
+        let heap = (0..self.heap.len())
+            .filter_map(|i| self.heap.get(i))
+            .collect();
+        (heap, self.lane.iter().collect())
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::task::{Header, Kind, OnceTask};
+
+    fn task(seq: u64, deadline: Nanos) -> Arc<dyn Job> {
+        Arc::new(OnceTask::new(Header::new(seq, deadline, Kind::Once), || ()))
+    }
+
+    #[test]
+    fn the_merge_of_lane_and_heap_is_fifo_by_deadline() {
+        let mut q = WorkQueue::new();
+        let now = 100;
+        // Heap: future and overdue-at-requeue tasks; lane: due at submit.
+        q.push(task(1, 150), now);
+        q.push(task(2, 100), now); // lane
+        q.push(task(3, 100), now); // lane
+        q.push(task(0, 90), now); // lane? no: the lane's back is (100, 3) > (90, 0): bumped to 101
+        q.push(task(4, 120), now);
+        let order: Vec<(Nanos, u64)> = std::iter::from_fn(|| q.pop())
+            .map(|e| (e.deadline, e.task.header().seq))
+            .collect();
+        assert_eq!(
+            order,
+            vec![(100, 2), (100, 3), (101, 0), (120, 4), (150, 1)]
+        );
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn lane_entries_are_marked_and_not_removed_eagerly() {
+        let mut q = WorkQueue::new();
+        let t = task(1, 5);
+        q.push(t.clone(), 10);
+        assert_eq!(t.header().heap_index(), IN_LANE);
+        assert!(q.remove(t.header(), Arc::as_ptr(&t) as *const u8).is_none());
+        assert!(q
+            .remove_anywhere(t.header(), Arc::as_ptr(&t) as *const u8)
+            .is_some());
+        assert_eq!(t.header().heap_index(), NOT_QUEUED);
+        let h = task(2, 50);
+        q.push(h.clone(), 10);
+        assert!(q.remove(h.header(), Arc::as_ptr(&h) as *const u8).is_some());
+        assert_eq!(h.header().heap_index(), NOT_QUEUED);
+        assert!(q.pop().is_none());
+    }
+}
