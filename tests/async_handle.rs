@@ -110,9 +110,15 @@ fn the_latest_waker_is_the_one_woken() {
         .is_pending());
     gate.open();
     assert!(h.wait_timeout(common::EVENTUALLY));
+    // The waker is woken just after the result is published (outside the
+    // result's lock), so wait for it rather than race it.
+    common::eventually("the latest waker is woken", || {
+        b.0.load(Ordering::SeqCst) == 1
+    });
     assert_eq!(
-        (a.0.load(Ordering::SeqCst), b.0.load(Ordering::SeqCst)),
-        (0, 1)
+        a.0.load(Ordering::SeqCst),
+        0,
+        "the replaced waker is never woken"
     );
     assert_eq!(
         Pin::new(&mut h).poll(&mut Context::from_waker(&wb)),

@@ -1,0 +1,550 @@
+//! Shared code of the `schedpool` benchmark harness (the "Performance" issue).
+//!
+//! Included by every bench target with `#[path = "common/mod.rs"] mod common;`.
+//! It holds:
+//!
+//! * [`BenchPool`]: the tiny common surface of the two Rust pools under test
+//!   (`schedpool` and the `scheduled-thread-pool` crate), so that every
+//!   workload is written once and runs identical tasks on both;
+//! * [`Rng`]: a seeded SplitMix64 generator (no dev-dependency needed), so both
+//!   pools (and the JDK side, which uses the same generator) see the same
+//!   delays and the same cancel order;
+//! * [`CountingAlloc`]: a sharded counting global allocator, switched on only
+//!   around the heap measurements (W2, W6) of the one-off `workloads` binary;
+//! * [`Params`]: workload sizes, scaled down by `SCHEDPOOL_BENCH_QUICK=1`;
+//! * small helpers: percentiles, result rows, output directory.
+#![allow(dead_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------
+// Parameters
+// ---------------------------------------------------------------------------
+
+/// True when `SCHEDPOOL_BENCH_QUICK` is set to anything but `0`/empty:
+/// every workload is scaled down so that a smoke run takes seconds.
+pub fn quick() -> bool {
+    match std::env::var("SCHEDPOOL_BENCH_QUICK") {
+        Ok(v) => !(v.is_empty() || v == "0"),
+        Err(_) => false,
+    }
+}
+
+/// Workload sizes. The full values are the ones of the "Performance" issue.
+#[derive(Clone, Debug)]
+pub struct Params {
+    pub quick: bool,
+    /// W1/W2/W6: tasks scheduled with delays in [1 h, 2 h).
+    pub n_pending: usize,
+    /// W3: zero-delay tasks from one thread.
+    pub n_zero: usize,
+    /// W4: tasks with delays in [0, w4_window).
+    pub n_lateness: usize,
+    pub w4_window: Duration,
+    /// W5: fixed-rate tasks, their period and how long they run.
+    pub n_fixed_rate: usize,
+    pub w5_period: Duration,
+    pub w5_duration: Duration,
+    /// W7: tasks per producer (2 producers), delays in [0, w7_window).
+    pub n_per_producer: usize,
+    pub w7_window: Duration,
+    /// W8: queue sizes and how many cancels to time per size (at least).
+    pub w8_sizes: Vec<usize>,
+    pub w8_min_cancels: usize,
+}
+
+impl Params {
+    pub fn from_env() -> Params {
+        if quick() {
+            Params {
+                quick: true,
+                n_pending: 20_000,
+                n_zero: 20_000,
+                n_lateness: 1_000,
+                w4_window: Duration::from_millis(200),
+                n_fixed_rate: 100,
+                w5_period: Duration::from_millis(1),
+                w5_duration: Duration::from_millis(300),
+                n_per_producer: 10_000,
+                w7_window: Duration::from_millis(10),
+                w8_sizes: vec![1_000, 10_000],
+                w8_min_cancels: 1_000,
+            }
+        } else {
+            Params {
+                quick: false,
+                n_pending: 1_000_000,
+                n_zero: 1_000_000,
+                n_lateness: 10_000,
+                w4_window: Duration::from_secs(1),
+                n_fixed_rate: 1_000,
+                w5_period: Duration::from_millis(1),
+                w5_duration: Duration::from_secs(2),
+                n_per_producer: 500_000,
+                w7_window: Duration::from_millis(10),
+                w8_sizes: vec![1_000, 10_000, 100_000, 1_000_000],
+                w8_min_cancels: 10_000,
+            }
+        }
+    }
+}
+
+/// Delays of W1/W2/W6/W8: uniform in [1 h, 2 h).
+pub const LONG_MIN: Duration = Duration::from_secs(3600);
+pub const LONG_SPAN: Duration = Duration::from_secs(3600);
+
+/// Seeds, shared with `benches/jdk/StpeBench.java`.
+pub const SEED_DELAYS: u64 = 0x5EED_0001;
+pub const SEED_PERM: u64 = 0x5EED_0002;
+pub const SEED_LATENESS: u64 = 0x5EED_0004;
+pub const SEED_PRODUCER: u64 = 0x5EED_0007;
+pub const SEED_W8: u64 = 0x5EED_0008;
+
+// ---------------------------------------------------------------------------
+// Random numbers: SplitMix64 (same algorithm in StpeBench.java)
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, n) (n > 0), by 128-bit multiply (no modulo bias to speak of).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// Uniform in [min, min + span), nanosecond resolution.
+    pub fn duration(&mut self, min: Duration, span: Duration) -> Duration {
+        min + Duration::from_nanos(self.below(span.as_nanos() as u64))
+    }
+
+    /// Fisher–Yates shuffle.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+/// `n` delays uniform in [min, min + span) from `seed`.
+pub fn delays(seed: u64, n: usize, min: Duration, span: Duration) -> Vec<Duration> {
+    let mut rng = Rng::new(seed);
+    (0..n).map(|_| rng.duration(min, span)).collect()
+}
+
+/// A random permutation of `0..n` from `seed`.
+pub fn permutation(seed: u64, n: usize) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..n as u32).collect();
+    Rng::new(seed).shuffle(&mut v);
+    v
+}
+
+// ---------------------------------------------------------------------------
+// The two Rust pools under test
+// ---------------------------------------------------------------------------
+
+/// The common surface of the pools under test. Every pool is built with
+/// 2 worker threads by the workloads (the machine has 2 cores; the JDK side
+/// uses 2 core threads too).
+pub trait BenchPool: Send + Sync + Sized + 'static {
+    /// Name used in tables, CSV and chart legends.
+    const NAME: &'static str;
+    type Handle: Send + 'static;
+
+    fn with_threads(n: usize) -> Self;
+    /// One-shot task after `delay`; keeps a cancellable handle.
+    fn schedule<F: FnOnce() + Send + 'static>(&self, delay: Duration, f: F) -> Self::Handle;
+    /// Zero-delay fire-and-forget submission (each pool's cheapest API for it).
+    fn execute<F: FnOnce() + Send + 'static>(&self, f: F);
+    fn fixed_rate<F: FnMut() + Send + 'static>(
+        &self,
+        initial: Duration,
+        period: Duration,
+        f: F,
+    ) -> Self::Handle;
+    fn cancel(h: &Self::Handle);
+    /// Drops every pending task and waits (bounded) until the worker threads
+    /// are gone, so that the next measurement starts on a quiet machine.
+    fn teardown(self);
+}
+
+static POOL_ID: AtomicUsize = AtomicUsize::new(0);
+
+fn next_pool_prefix(tag: &str) -> String {
+    format!(
+        "{}{}",
+        tag,
+        POOL_ID.fetch_add(1, Ordering::Relaxed) % 100_000
+    )
+}
+
+/// Waits until no thread of this process has a name starting with `prefix-`
+/// (Linux: /proc/self/task/*/comm). Falls back to a short sleep elsewhere.
+pub fn wait_threads_gone(prefix: &str, timeout: Duration) {
+    let want = format!("{}-", prefix);
+    let start = Instant::now();
+    loop {
+        let dir = match std::fs::read_dir("/proc/self/task") {
+            Ok(d) => d,
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(100));
+                return;
+            }
+        };
+        let mut alive = false;
+        for e in dir.flatten() {
+            if let Ok(comm) = std::fs::read_to_string(e.path().join("comm")) {
+                if comm.trim_end().starts_with(&want) {
+                    alive = true;
+                    break;
+                }
+            }
+        }
+        if !alive {
+            return;
+        }
+        if start.elapsed() > timeout {
+            eprintln!("warning: threads {}* still alive after {:?}", want, timeout);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// `schedpool` (this crate), 2 core threads, remove-on-cancel (its default).
+pub struct Sp {
+    pool: schedpool::ScheduledThreadPool,
+    prefix: String,
+}
+
+impl BenchPool for Sp {
+    const NAME: &'static str = "schedpool";
+    type Handle = schedpool::ScheduledHandle<()>;
+
+    fn with_threads(n: usize) -> Self {
+        let prefix = next_pool_prefix("spb");
+        let pool = schedpool::ScheduledThreadPool::builder()
+            .core_threads(n)
+            .thread_name(&prefix)
+            .remove_on_cancel(true)
+            .build()
+            .expect("schedpool: build");
+        Sp { pool, prefix }
+    }
+
+    #[inline]
+    fn schedule<F: FnOnce() + Send + 'static>(&self, delay: Duration, f: F) -> Self::Handle {
+        self.pool.schedule(f, delay).expect("schedpool: schedule")
+    }
+
+    #[inline]
+    fn execute<F: FnOnce() + Send + 'static>(&self, f: F) {
+        self.pool.execute(f).expect("schedpool: execute")
+    }
+
+    fn fixed_rate<F: FnMut() + Send + 'static>(
+        &self,
+        initial: Duration,
+        period: Duration,
+        f: F,
+    ) -> Self::Handle {
+        self.pool
+            .schedule_at_fixed_rate(f, initial, period)
+            .expect("schedpool: schedule_at_fixed_rate")
+    }
+
+    #[inline]
+    fn cancel(h: &Self::Handle) {
+        h.cancel();
+    }
+
+    fn teardown(self) {
+        let pending = self.pool.shutdown_now();
+        drop(pending);
+        let _ = self.pool.await_termination(Duration::from_secs(30));
+        let prefix = self.prefix.clone();
+        drop(self);
+        wait_threads_gone(&prefix, Duration::from_secs(30));
+    }
+}
+
+/// The `scheduled-thread-pool` crate (0.2), 2 threads. It cancels lazily
+/// (a flag; the job stays in its heap until due), so pending jobs are
+/// discarded on drop rather than run 1–2 h later.
+pub struct Stp {
+    pool: scheduled_thread_pool::ScheduledThreadPool,
+    prefix: String,
+}
+
+impl BenchPool for Stp {
+    const NAME: &'static str = "scheduled-thread-pool";
+    type Handle = scheduled_thread_pool::JobHandle;
+
+    fn with_threads(n: usize) -> Self {
+        let prefix = next_pool_prefix("stpb");
+        let pattern = format!("{}-{{}}", prefix);
+        let pool = scheduled_thread_pool::ScheduledThreadPool::builder()
+            .num_threads(n)
+            .thread_name_pattern(&pattern)
+            .on_drop_behavior(scheduled_thread_pool::OnPoolDropBehavior::DiscardPendingScheduled)
+            .build();
+        Stp { pool, prefix }
+    }
+
+    #[inline]
+    fn schedule<F: FnOnce() + Send + 'static>(&self, delay: Duration, f: F) -> Self::Handle {
+        self.pool.execute_after(delay, f)
+    }
+
+    #[inline]
+    fn execute<F: FnOnce() + Send + 'static>(&self, f: F) {
+        let _ = self.pool.execute(f);
+    }
+
+    fn fixed_rate<F: FnMut() + Send + 'static>(
+        &self,
+        initial: Duration,
+        period: Duration,
+        f: F,
+    ) -> Self::Handle {
+        self.pool.execute_at_fixed_rate(initial, period, f)
+    }
+
+    #[inline]
+    fn cancel(h: &Self::Handle) {
+        h.cancel();
+    }
+
+    fn teardown(self) {
+        let prefix = self.prefix.clone();
+        // Dropping the pool flags shutdown; each worker then returns and the
+        // last one frees the job heap before its thread ends.
+        drop(self);
+        wait_threads_gone(&prefix, Duration::from_secs(30));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Counting allocator (sharded per thread, always on)
+// ---------------------------------------------------------------------------
+
+/// Counts live heap bytes (requested sizes, not the malloc size classes) and
+/// allocation calls, but only while [`set_counting`]`(true)`: outside the heap
+/// measurements the cost is one relaxed load per call, so the timing workloads
+/// are not slowed down. While counting, each thread adds to its own
+/// cache-line-sized shard (an uncontended atomic add; the worker threads are not
+/// serialized). Counts are deltas: measure `live_bytes()` differences within one
+/// counting window (a block allocated before the window and freed inside it shows
+/// as negative; `realloc` counts its size change, so growing a pre-existing
+/// buffer is counted right).
+/// Use with `#[global_allocator] static A: CountingAlloc = CountingAlloc;`.
+pub struct CountingAlloc;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+/// Turns the counting of [`CountingAlloc`] on or off.
+pub fn set_counting(on: bool) {
+    COUNTING.store(on, Ordering::SeqCst);
+}
+
+const SHARDS: usize = 64;
+
+#[repr(align(128))]
+struct Shard {
+    bytes: AtomicIsize,
+    allocs: AtomicIsize,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const SHARD_INIT: Shard = Shard {
+    bytes: AtomicIsize::new(0),
+    allocs: AtomicIsize::new(0),
+};
+static SHARD_TABLE: [Shard; SHARDS] = [SHARD_INIT; SHARDS];
+static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static MY_SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+#[inline]
+fn my_shard() -> &'static Shard {
+    let i = MY_SHARD
+        .try_with(|c| {
+            let mut v = c.get();
+            if v == usize::MAX {
+                v = NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS;
+                c.set(v);
+            }
+            v
+        })
+        .unwrap_or(0);
+    &SHARD_TABLE[i]
+}
+
+unsafe impl GlobalAlloc for CountingAlloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        if !p.is_null() && COUNTING.load(Ordering::Relaxed) {
+            let s = my_shard();
+            s.bytes.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            s.allocs.fetch_add(1, Ordering::Relaxed);
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc_zeroed(layout);
+        if !p.is_null() && COUNTING.load(Ordering::Relaxed) {
+            let s = my_shard();
+            s.bytes.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            s.allocs.fetch_add(1, Ordering::Relaxed);
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout);
+        if COUNTING.load(Ordering::Relaxed) {
+            my_shard()
+                .bytes
+                .fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = System.realloc(ptr, layout, new_size);
+        if !p.is_null() && COUNTING.load(Ordering::Relaxed) {
+            let s = my_shard();
+            s.bytes.fetch_add(
+                new_size as isize - layout.size() as isize,
+                Ordering::Relaxed,
+            );
+            s.allocs.fetch_add(1, Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+/// Live heap bytes counted by [`CountingAlloc`] (0 if it is not installed).
+pub fn live_bytes() -> isize {
+    SHARD_TABLE
+        .iter()
+        .map(|s| s.bytes.load(Ordering::Relaxed))
+        .sum()
+}
+
+/// Allocation calls so far counted by [`CountingAlloc`].
+pub fn alloc_calls() -> isize {
+    SHARD_TABLE
+        .iter()
+        .map(|s| s.allocs.load(Ordering::Relaxed))
+        .sum()
+}
+
+/// Waits until the live-bytes count stops moving (frees done by other threads).
+pub fn settle_heap() -> isize {
+    let mut last = live_bytes();
+    let mut stable = 0;
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(5));
+        let now = live_bytes();
+        if now == last {
+            stable += 1;
+            if stable >= 3 {
+                break;
+            }
+        } else {
+            stable = 0;
+            last = now;
+        }
+    }
+    last
+}
+
+// ---------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------
+
+/// One measured number. CSV: `impl,workload,metric,unit,value`
+/// (the same columns the JDK side writes).
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub imp: String,
+    pub workload: String,
+    pub metric: String,
+    pub unit: String,
+    pub value: f64,
+}
+
+pub fn row(imp: &str, workload: &str, metric: &str, unit: &str, value: f64) -> Row {
+    Row {
+        imp: imp.to_string(),
+        workload: workload.to_string(),
+        metric: metric.to_string(),
+        unit: unit.to_string(),
+        value,
+    }
+}
+
+/// `target/bench-results/` of the package (or `$SCHEDPOOL_BENCH_OUT`).
+pub fn results_dir() -> std::path::PathBuf {
+    let dir = match std::env::var_os("SCHEDPOOL_BENCH_OUT") {
+        Some(d) => std::path::PathBuf::from(d),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-results"),
+    };
+    let _ = std::fs::create_dir_all(&dir);
+    dir
+}
+
+/// Nearest-rank percentile of sorted data, p in [0, 100].
+pub fn percentile(sorted: &[i64], p: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Signed nanoseconds `a - b`.
+#[inline]
+pub fn signed_ns(a: Instant, b: Instant) -> i64 {
+    if a >= b {
+        (a - b).as_nanos() as i64
+    } else {
+        -((b - a).as_nanos() as i64)
+    }
+}
+
+/// Formats a value for the tables: thousands get no decimals.
+pub fn fmt_value(v: f64) -> String {
+    if v.is_nan() {
+        "n/a".to_string()
+    } else if v.abs() >= 1000.0 {
+        format!("{:.0}", v)
+    } else if v.abs() >= 10.0 {
+        format!("{:.1}", v)
+    } else {
+        format!("{:.3}", v)
+    }
+}

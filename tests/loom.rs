@@ -1,0 +1,595 @@
+//! loom models of the protocol races: the leader/follower hand-offs of the
+//! delay queue, schedule vs shutdown, cancel vs take, shutdown of idle
+//! workers, and a handle's completion vs its waker registration.
+//!
+//! Run with:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+//!     cargo test --release --test loom
+//! ```
+//!
+//! loom does not model time: a timed wait is an untimed wait that never
+//! times out (see `src/sync.rs`). So every model makes progress only through
+//! signals: deadlines already past, or a `ManualClock` that is advanced. A
+//! lost wake-up therefore shows up as a loom deadlock. Every pool model shuts
+//! its pool down and waits for termination, so all worker threads (loom
+//! threads) exit. No model uses a core-0 pool (its keep-alive is a timed wait).
+//! Each model has at most 4 threads, workers included.
+#![cfg(loom)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::{Condvar, Mutex};
+use loom::thread;
+use schedpool::{DelayItem, DelayQueue, ManualClock, ScheduledThreadPool, TaskError};
+
+/// Long enough to never matter: under loom the wait is untimed anyway.
+const FOREVER: Duration = Duration::from_secs(3600);
+
+fn past() -> Instant {
+    Instant::now()
+        .checked_sub(Duration::from_secs(1))
+        .unwrap_or_else(Instant::now)
+}
+
+fn pool(core: usize) -> ScheduledThreadPool {
+    assert!(core > 0, "a core-0 pool uses a timed keep-alive wait");
+    ScheduledThreadPool::builder()
+        .core_threads(core)
+        .thread_name("loom")
+        .build()
+        .unwrap()
+}
+
+/// Shuts the pool down and checks that it terminates (a worker that never
+/// exits is a loom deadlock, not a hang).
+fn finish(pool: &ScheduledThreadPool) {
+    assert!(pool.shutdown().await_termination(FOREVER));
+    assert!(pool.is_terminated());
+    assert_eq!(pool.pool_size(), 0);
+}
+
+// ===== DelayQueue: leader/follower =====
+
+/// Two takers blocked, two due items put: the first taker out must signal
+/// its successor (the put of the second item is not a new head, so it
+/// signals nobody).
+#[test]
+fn two_takers_two_due_items() {
+    loom::model(|| {
+        let q = Arc::new(DelayQueue::new());
+        let takers: Vec<_> = (0..2)
+            .map(|_| {
+                let q = q.clone();
+                thread::spawn(move || q.take().map(DelayItem::into_inner))
+            })
+            .collect();
+        let at = past();
+        q.put(DelayItem::at(1u32, at));
+        q.put(DelayItem::at(2u32, at));
+        let mut got: Vec<u32> = takers
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap()
+                    .expect("take returned None on an open queue")
+            })
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![1, 2]);
+        assert!(q.is_empty());
+    });
+}
+
+/// A leader times a far head; an earlier, already due item is put: the put
+/// must clear the leader and signal, and the taker returns it with no time
+/// passing (the manual clock never moves).
+#[test]
+fn new_head_wakes_the_leader() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let q = Arc::new(DelayQueue::with_clock(clock.clone()));
+        q.put(DelayItem::at("far", clock.now() + FOREVER));
+        let taker = {
+            let q = q.clone();
+            thread::spawn(move || q.take().map(DelayItem::into_inner))
+        };
+        q.put(DelayItem::at("due", clock.now()));
+        assert_eq!(taker.join().unwrap(), Some("due"));
+        assert_eq!(clock.elapsed(), Duration::ZERO);
+        assert_eq!(q.len(), 1, "the far item stays");
+    });
+}
+
+/// The same with the real clock: the leader sleeps (untimed under loom) on a
+/// head an hour away; only the new-head signal can wake it.
+#[test]
+fn new_head_wakes_the_leader_real_clock() {
+    loom::model(|| {
+        let q = Arc::new(DelayQueue::new());
+        q.put(DelayItem::new("far", FOREVER));
+        let taker = {
+            let q = q.clone();
+            thread::spawn(move || q.take().map(DelayItem::into_inner))
+        };
+        q.put(DelayItem::at("due", past()));
+        assert_eq!(taker.join().unwrap(), Some("due"));
+        assert_eq!(q.len(), 1);
+    });
+}
+
+/// Advancing a manual clock wakes a leader timing the head, and the
+/// successor signal wakes the follower for the second due item.
+#[test]
+fn clock_advance_wakes_leader_and_follower() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let q = Arc::new(DelayQueue::with_clock(clock.clone()));
+        let due = clock.now() + Duration::from_secs(60);
+        q.put(DelayItem::at(1u32, due));
+        q.put(DelayItem::at(2u32, due));
+        let takers: Vec<_> = (0..2)
+            .map(|_| {
+                let q = q.clone();
+                thread::spawn(move || q.take().map(DelayItem::into_inner))
+            })
+            .collect();
+        clock.advance(Duration::from_secs(60));
+        let mut got: Vec<u32> = takers
+            .into_iter()
+            .map(|t| t.join().unwrap().expect("take returned None"))
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![1, 2]);
+    });
+}
+
+/// close() wakes every blocked taker (each leaving taker wakes the next).
+#[test]
+fn close_wakes_all_takers() {
+    loom::model(|| {
+        let q: Arc<DelayQueue<DelayItem<u32>>> = Arc::new(DelayQueue::new());
+        q.put(DelayItem::new(9, FOREVER));
+        let takers: Vec<_> = (0..2)
+            .map(|_| {
+                let q = q.clone();
+                thread::spawn(move || q.take())
+            })
+            .collect();
+        q.close();
+        for t in takers {
+            assert!(t.join().unwrap().is_none());
+        }
+    });
+}
+
+// ===== the pool =====
+
+/// schedule (zero delay, default policies) racing shutdown: Ok means the
+/// task runs before termination; Err means it never runs.
+#[test]
+fn schedule_races_shutdown_runs_or_rejected() {
+    loom::model(|| {
+        let pool = pool(1);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let submitter = {
+            let pool = pool.clone();
+            let ran = ran.clone();
+            thread::spawn(move || {
+                pool.schedule(
+                    move || {
+                        ran.fetch_add(1, Ordering::SeqCst);
+                        7u32
+                    },
+                    Duration::ZERO,
+                )
+            })
+        };
+        pool.shutdown();
+        let result = submitter.join().unwrap();
+        finish(&pool);
+        match result {
+            Ok(h) => {
+                assert!(h.is_done(), "accepted task not done at termination");
+                assert_eq!(h.join(), Ok(7));
+                assert_eq!(ran.load(Ordering::SeqCst), 1);
+            }
+            Err(e) => {
+                assert!(e.is_shutdown());
+                assert_eq!(ran.load(Ordering::SeqCst), 0, "a rejected task ran");
+            }
+        }
+    });
+}
+
+/// schedule of a delayed task racing shutdown with
+/// `execute_delayed_after_shutdown(false)`: Ok means the task is cancelled
+/// (it is not due: the clock never moves) before termination; Err means it
+/// never runs. Either way the pool terminates.
+#[test]
+fn schedule_races_shutdown_delayed_cancelled() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let pool = ScheduledThreadPool::builder()
+            .core_threads(1)
+            .execute_delayed_after_shutdown(false)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let submitter = {
+            let pool = pool.clone();
+            let ran = ran.clone();
+            thread::spawn(move || {
+                pool.schedule(
+                    move || {
+                        ran.fetch_add(1, Ordering::SeqCst);
+                    },
+                    Duration::from_secs(10),
+                )
+            })
+        };
+        pool.shutdown();
+        let result = submitter.join().unwrap();
+        finish(&pool);
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        if let Ok(h) = result {
+            assert!(h.is_cancelled(), "accepted delayed task not cancelled");
+            assert_eq!(h.join(), Err(TaskError::Cancelled));
+        }
+    });
+}
+
+/// cancel racing the worker that takes the same task: the body runs at most
+/// once, and cancel's return value agrees with the handle's outcome.
+#[test]
+fn cancel_races_take() {
+    cancel_races_take_with(true);
+}
+
+/// The same with `remove_on_cancel(false)`: the cancelled task stays queued
+/// and the worker must skip it.
+#[test]
+fn cancel_races_take_without_removal() {
+    cancel_races_take_with(false);
+}
+
+fn cancel_races_take_with(remove_on_cancel: bool) {
+    loom::model(move || {
+        let pool = ScheduledThreadPool::builder()
+            .core_threads(1)
+            .remove_on_cancel(remove_on_cancel)
+            .build()
+            .unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let h = {
+            let ran = ran.clone();
+            pool.submit(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+                5u32
+            })
+            .unwrap()
+        };
+        let cancelled = h.cancel();
+        finish(&pool);
+        let runs = ran.load(Ordering::SeqCst);
+        assert!(runs <= 1, "ran {runs} times");
+        assert!(h.is_done());
+        assert_eq!(h.is_cancelled(), cancelled);
+        if cancelled {
+            assert_eq!(h.join(), Err(TaskError::Cancelled));
+        } else {
+            assert_eq!(runs, 1, "cancel returned false but the task never ran");
+            assert_eq!(h.join(), Ok(5));
+        }
+        assert_eq!(pool.queue_len(), 0);
+    });
+}
+
+/// Two idle workers (blocked untimed on an empty queue) and a shutdown: both
+/// exit and await_termination returns true.
+#[test]
+fn shutdown_with_idle_workers() {
+    loom::model(|| {
+        let pool = pool(2);
+        let a = pool.submit(|| 1u32).unwrap();
+        let b = pool.submit(|| 2u32).unwrap();
+        assert_eq!(a.join(), Ok(1));
+        assert_eq!(b.join(), Ok(2));
+        assert!(pool.pool_size() <= 2);
+        finish(&pool);
+    });
+}
+
+/// Two workers, one the leader timing a far head and one a follower; a
+/// shutdown whose policy cancels the delayed tasks empties the queue: both
+/// workers (leader and follower) must wake and exit.
+#[test]
+fn shutdown_wakes_leader_and_follower() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let pool = ScheduledThreadPool::builder()
+            .core_threads(2)
+            .execute_delayed_after_shutdown(false)
+            .clock(clock)
+            .build()
+            .unwrap();
+        let a = pool.schedule(|| 1u32, FOREVER).unwrap();
+        let b = pool.schedule(|| 2u32, FOREVER).unwrap();
+        finish(&pool);
+        assert_eq!(a.join(), Err(TaskError::Cancelled));
+        assert_eq!(b.join(), Err(TaskError::Cancelled));
+    });
+}
+
+/// The same through shutdown_now, from another thread than the waiter.
+#[test]
+fn shutdown_now_with_idle_workers() {
+    loom::model(|| {
+        let pool = pool(2);
+        let a = pool.submit(|| 1u32).unwrap();
+        let b = pool.submit(|| 2u32).unwrap();
+        assert_eq!(a.join(), Ok(1));
+        assert_eq!(b.join(), Ok(2));
+        let stopper = {
+            let pool = pool.clone();
+            thread::spawn(move || pool.shutdown_now().len())
+        };
+        assert!(pool.await_termination(FOREVER));
+        assert_eq!(stopper.join().unwrap(), 0, "nothing was pending");
+        assert_eq!(pool.pool_size(), 0);
+    });
+}
+
+/// Advancing a manual clock, then `wait_idle`: it returns only once the
+/// task that came due has run (it must not see "nothing running" in the gap
+/// before the worker takes the task), and it is woken when the run ends.
+#[test]
+fn advance_then_wait_idle_sees_the_run() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let pool = ScheduledThreadPool::builder()
+            .core_threads(1)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let h = {
+            let ran = ran.clone();
+            pool.schedule(
+                move || {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                },
+                Duration::from_secs(10),
+            )
+            .unwrap()
+        };
+        clock.advance(Duration::from_secs(10));
+        assert!(pool.wait_idle(FOREVER));
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            1,
+            "wait_idle returned before the due run"
+        );
+        assert!(h.is_done());
+        finish(&pool);
+    });
+}
+
+/// Counts drops of a periodic task's closure.
+struct DropCount(Arc<AtomicUsize>);
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// cancel racing shutdown's purge of a periodic task (default policy:
+/// periodic tasks are cancelled at shutdown): the task ends cancelled, its
+/// closure is dropped exactly once, and the pool terminates.
+#[test]
+fn cancel_races_shutdown_purge() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let pool = ScheduledThreadPool::builder()
+            .core_threads(1)
+            .clock(clock)
+            .build()
+            .unwrap();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let guard = DropCount(drops.clone());
+        let h = pool
+            .schedule_at_fixed_rate(
+                move || {
+                    let _ = &guard;
+                },
+                FOREVER,
+                FOREVER,
+            )
+            .unwrap();
+        let h = Arc::new(h);
+        let canceller = {
+            let h = h.clone();
+            thread::spawn(move || h.cancel())
+        };
+        pool.shutdown();
+        let _cancelled_by_call = canceller.join().unwrap();
+        finish(&pool);
+        assert!(h.is_cancelled());
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "closure dropped {} times",
+            drops.load(Ordering::SeqCst)
+        );
+    });
+}
+
+/// cancel racing a periodic task's run and requeue: the task runs at most
+/// once (the clock never moves), ends cancelled and unqueued, its closure is
+/// dropped exactly once, and the pool terminates.
+#[test]
+fn cancel_races_periodic_requeue() {
+    for remove_on_cancel in [true, false] {
+        loom::model(move || {
+            let clock = ManualClock::new();
+            let pool = ScheduledThreadPool::builder()
+                .core_threads(1)
+                .remove_on_cancel(remove_on_cancel)
+                .clock(clock)
+                .build()
+                .unwrap();
+            let drops = Arc::new(AtomicUsize::new(0));
+            let runs = Arc::new(AtomicUsize::new(0));
+            let guard = DropCount(drops.clone());
+            let r = runs.clone();
+            let h = pool
+                .schedule_at_fixed_rate(
+                    move || {
+                        let _ = &guard;
+                        r.fetch_add(1, Ordering::SeqCst);
+                    },
+                    Duration::ZERO,
+                    FOREVER,
+                )
+                .unwrap();
+            assert!(h.cancel(), "nothing else cancels it");
+            finish(&pool);
+            assert!(runs.load(Ordering::SeqCst) <= 1);
+            assert!(h.is_cancelled());
+            assert_eq!(pool.queue_len(), 0);
+            assert_eq!(drops.load(Ordering::SeqCst), 1);
+        });
+    }
+}
+
+// ===== completion vs waker =====
+
+/// A waker that records the wake-up and signals a loom condvar.
+struct Flag {
+    woken: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        *self.woken.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+}
+
+/// A poller on another thread registers its waker while the worker
+/// completes the task: either the poll sees the result, or the waker is
+/// woken and the next poll sees it. A lost wake-up is a loom deadlock.
+#[test]
+fn completion_races_waker_registration() {
+    loom::model(|| {
+        let pool = pool(1);
+        let mut h = pool.submit(|| 11u32).unwrap();
+        let poller = thread::spawn(move || {
+            let flag = Arc::new(Flag {
+                woken: Mutex::new(false),
+                cv: Condvar::new(),
+            });
+            let waker = Waker::from(flag.clone());
+            let mut cx = Context::from_waker(&waker);
+            loop {
+                if let Poll::Ready(r) = Pin::new(&mut h).poll(&mut cx) {
+                    return r;
+                }
+                let mut woken = flag.woken.lock().unwrap();
+                while !*woken {
+                    woken = flag.cv.wait(woken).unwrap();
+                }
+                *woken = false;
+            }
+        });
+        assert_eq!(poller.join().unwrap(), Ok(11));
+        finish(&pool);
+    });
+}
+
+/// The same race against cancellation (a pending task returned by
+/// shutdown_now and dropped) instead of the task's own completion.
+#[test]
+fn cancel_races_waker_registration() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let pool = ScheduledThreadPool::builder()
+            .core_threads(1)
+            .clock(clock)
+            .build()
+            .unwrap();
+        let mut h = pool.schedule(|| 3u32, FOREVER).unwrap();
+        let flag = Arc::new(Flag {
+            woken: Mutex::new(false),
+            cv: Condvar::new(),
+        });
+        // The handle moves to the poller, so the task is cancelled from here
+        // by shutdown_now and dropping what it returns.
+        let poller = {
+            let flag = flag.clone();
+            thread::spawn(move || {
+                let waker = Waker::from(flag.clone());
+                let mut cx = Context::from_waker(&waker);
+                loop {
+                    if let Poll::Ready(r) = Pin::new(&mut h).poll(&mut cx) {
+                        return r;
+                    }
+                    let mut woken = flag.woken.lock().unwrap();
+                    while !*woken {
+                        woken = flag.cv.wait(woken).unwrap();
+                    }
+                    *woken = false;
+                }
+            })
+        };
+        // Dropping the pending task completes its handle as cancelled.
+        let pending = pool.shutdown_now();
+        assert_eq!(pending.len(), 1);
+        drop(pending);
+        assert_eq!(poller.join().unwrap(), Err(TaskError::Cancelled));
+        assert!(pool.await_termination(FOREVER));
+    });
+}
+
+/// shutdown_now racing a worker that is taking a due task: API.md says
+/// shutdown_now "returns every task that had not started", so the task
+/// either runs (it had started) or is returned. This once failed: a worker
+/// that popped the task just before shutdown_now saw STOP and cancelled it,
+/// so it was neither run nor returned; the worker now decides under the lock
+/// it took the task under.
+#[test]
+fn shutdown_now_returns_or_runs() {
+    loom::model(|| {
+        let pool = pool(1);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let h = {
+            let ran = ran.clone();
+            pool.submit(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap()
+        };
+        let returned = pool.shutdown_now();
+        let returned_it = returned.len() == 1;
+        drop(returned);
+        assert!(pool.await_termination(FOREVER));
+        let runs = ran.load(Ordering::SeqCst);
+        assert!(h.is_done());
+        assert!(
+            (runs == 1) != returned_it,
+            "ran {runs} times, returned by shutdown_now: {returned_it}, handle: {:?}",
+            h.join()
+        );
+    });
+}
