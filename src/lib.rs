@@ -33,8 +33,18 @@
 //! - [`DelayQueue`]: a blocking queue of [`Delayed`] elements (or
 //!   [`DelayItem`]s) that come out once due; [`Key`]s remove them in
 //!   O(log n).
+//! - [`Periodic`] (from `pool.at_fixed_rate(p)` or `pool.with_fixed_delay(d)`):
+//!   periodic tasks with a [`MissedTicks`] policy (burst, skip, delay), an
+//!   [`OnPanic`] policy (stop, continue, backoff), run limits, jitter and
+//!   bodies that choose their next delay. Handles pause, resume, trigger
+//!   and re-period them.
+//! - [`IdleTimer`] (`pool.idle_timer`): fires once its subject has been idle
+//!   for a while; `touch()` pushes it back without a heap operation.
 //! - [`ManualClock`]: virtual time. Give it to a pool or queue, then
 //!   `advance` it: a 30-minute timeout fires in microseconds.
+//! - Hooks and numbers: a panic handler and before/after hooks on the
+//!   [`Builder`], [`RunInfo::current`] inside a run, and
+//!   [`ScheduledThreadPool::stats`] with a lateness histogram.
 //! - Errors are values: [`Rejected`] for refused submissions, [`TaskError`]
 //!   for tasks that were cancelled or panicked. Nothing panics on bad input.
 //!
@@ -50,9 +60,14 @@
 //!
 //! Each run happens inside a `tracing` span named `task` (target
 //! `schedpool::task`) with the fields `id`, `kind` (`once`, `fixed_rate`,
-//! `fixed_delay`) and `lateness_us`. A panic emits an `ERROR` event carrying
-//! the message; rejections emit `DEBUG` and shutdown `INFO` events. With no
-//! subscriber the cost is a branch.
+//! `fixed_delay`, or `idle` for an idle timer) and `lateness_us`. A panic
+//! emits an `ERROR` event carrying the message; rejections emit `DEBUG`,
+//! shutdown `INFO`, and pool starvation (due tasks waiting for a worker past
+//! [`Builder::starvation_threshold`]) `WARN` events. With no subscriber the
+//! cost is a branch.
+//!
+//! A user guide with examples and migration tables from Java and from the
+//! `scheduled-thread-pool` crate is in `docs/guide.md`.
 //!
 //! The design (the heap, the leader/follower protocol, why no wake-up is
 //! lost) is in `docs/design.md`; the deliberate differences from Java are in
