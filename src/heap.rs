@@ -6,9 +6,9 @@
 //! # Invariants
 //!
 //! - Ordered by `(deadline, sequence)`: earliest first, FIFO among equal
-//!   deadlines because sequence numbers are unique. The deadline lives in
-//!   the entry; the sequence number is asked for only on a tie, so an entry
-//!   may keep it behind a pointer (the pool's entries do: 24 bytes, not 32).
+//!   deadlines because sequence numbers are unique. Both live in the entry
+//!   (the array), so a comparison never dereferences a task; the sequence
+//!   number is read only on a tie.
 //! - Every time an entry lands in a slot, [`Positions::set`] is told its new
 //!   index, so while queued an entry's recorded index equals its position;
 //!   an entry leaving the heap is told [`NOT_QUEUED`]. That makes removal of

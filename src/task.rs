@@ -402,7 +402,7 @@ mod tests {
             "{}",
             size_of::<super::Header>()
         );
-        assert!(size_of::<crate::work_queue::Entry>() <= 24);
+        assert!(size_of::<crate::work_queue::Entry>() <= 32);
         // A no-op closure's task: header, body cell, completion cell.
         assert!(size_of::<super::OnceTask<(), fn()>>() <= 80);
     }
