@@ -4,9 +4,11 @@
 //!
 //! # Invariants
 //!
-//! - Every operation here runs under the pool lock, so it is atomic with
-//!   respect to workers popping and requeueing: a task is never in the queue
-//!   twice, and a paused task is never in the queue.
+//! - Every operation here runs under the pool lock, and relies on the pool's
+//!   invariant that a task is `SCHEDULED` exactly while it is queued (workers
+//!   claim a task, and end a periodic run and requeue it, under this lock).
+//!   So pause finds what it must remove, resume pushes a task that is not
+//!   queued, and no task is ever queued twice.
 //! - A request that arrives while the task runs (pause, trigger) is a flag in
 //!   the task's state word, read by the runner's end-of-run swap (see
 //!   [`crate::task`]), so it cannot fall between "the run ended" and
@@ -83,8 +85,9 @@ impl Shared {
             if queued && state.push(Arc::clone(job), now) {
                 state.new_head();
             }
-            // Not queued: it is between a run's end and its requeue, which
-            // pushes at the deadline just set.
+            // SCHEDULED means queued (the worker claims and requeues under
+            // this lock); only a shutdown purge holds a SCHEDULED task out
+            // of the queue, briefly, before cancelling or returning it.
             return true;
         }
         header.kind.is_periodic() && header.request_trigger()

@@ -306,6 +306,8 @@ pub(crate) struct Control {
     options: Options,
     /// The grid point of the next run (without jitter).
     nominal: AtomicU64,
+    /// The next grid point a finished run computed, until `end_run` applies it.
+    pending: AtomicU64,
     runs: AtomicU64,
     failures: AtomicU64,
     consecutive_failures: AtomicU64,
@@ -319,6 +321,7 @@ impl Control {
             period: AtomicU64::new(period),
             options,
             nominal: AtomicU64::new(nominal),
+            pending: AtomicU64::new(nominal),
             runs: AtomicU64::new(0),
             failures: AtomicU64::new(0),
             consecutive_failures: AtomicU64::new(0),
@@ -519,27 +522,28 @@ where
                 panic,
             };
         };
+        // Still RUNNING: the worker ends the run under the pool lock, with
+        // the push (`end_run`), so the task is never SCHEDULED outside the
+        // queue.
+        c.pending.store(next, Ordering::Release);
         *self.body.lock() = Some(body);
+        Ran { again: true, panic }
+    }
+
+    fn end_run(&self, now: Nanos) -> EndOfRun {
+        let c = &self.control;
+        let next = c.pending.load(Ordering::Acquire);
         let end = self.header.end_run(|triggered| {
             let deadline = c.schedule_at(next);
             self.header
-                .set_deadline(if triggered { now() } else { deadline });
+                .set_deadline(if triggered { now } else { deadline });
         });
-        match end {
-            EndOfRun::Scheduled => Ran { again: true, panic },
-            EndOfRun::Paused => Ran {
-                again: false,
-                panic,
-            },
-            EndOfRun::Cancelled => {
-                let body = self.body.lock().take();
-                drop_quietly(body);
-                Ran {
-                    again: false,
-                    panic,
-                }
-            }
+        if end == EndOfRun::Paused {
+            // Paused at the end of a run: resume continues from the next
+            // grid point, not the one that just ran.
+            c.nominal.store(next, Ordering::Release);
         }
+        end
     }
 
     fn cancelled(&self) {

@@ -20,6 +20,13 @@
 //!   the lock that pops the task, so `wait_idle` never sees a gap.
 //! - `run_state` only grows: RUNNING < SHUTDOWN < STOP < TERMINATED. The
 //!   atomic mirror in [`Shared`] is written under the lock and read without it.
+//! - Under the lock, a task is `SCHEDULED` exactly while it is queued:
+//!   workers claim a popped task (`SCHEDULED -> RUNNING`) and end a periodic
+//!   run and requeue it (`RUNNING -> SCHEDULED` + push) under the lock, and
+//!   pause/resume do their swap and their push or removal under it too. The
+//!   only exception is a shutdown purge's removed tasks, which are cancelled
+//!   or returned right after. This is what makes pause/resume/trigger safe
+//!   (no task is ever queued twice).
 //! - No user code (task bodies, their `Drop`s) runs under the lock.
 
 use std::sync::{Arc, Weak};
@@ -31,7 +38,7 @@ use crate::hooks::{Hooks, TaskPanic};
 use crate::leader::{Handoff, Leader, Waitable};
 use crate::stats::{LatenessHistogram, PoolStats};
 use crate::sync::{AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
-use crate::task::{Caught, Header, Job};
+use crate::task::{Caught, EndOfRun, Header, Job};
 use crate::work_queue::{Entry, WorkQueue};
 
 pub(crate) const RUNNING: u8 = 0;
@@ -264,29 +271,39 @@ impl Shared {
         }
     }
 
-    /// Requeues a periodic task after its run, under the lock of the worker
-    /// that ran it. Returns the task back if it may not run again and must
-    /// be cancelled (outside the lock) instead.
+    /// Ends a periodic task's run and requeues it, under the lock of the
+    /// worker that ran it, so the task is never `SCHEDULED` outside the
+    /// queue (pause, resume and trigger rely on that). Returns the task if
+    /// it must be cleaned up outside the lock instead: it may no longer run
+    /// (shut down meanwhile: now cancelled) or was cancelled during its run
+    /// (its body, put back after the run, must still be dropped).
     ///
     /// A new head clears the leader but wakes nobody: the calling worker
     /// waits next, under this same lock, so it either takes the head at once
     /// or becomes the leader timing it. Waking another thread would only
     /// cost a context switch (the replaced leader wakes at its old deadline
     /// and follows).
-    pub(crate) fn requeue(&self, state: &mut State, task: Arc<dyn Job>) -> Option<Arc<dyn Job>> {
-        // Requeued tasks go to the heap (a catch-up run is overdue, not
-        // "due at submission"; the lane is for bursts of new due tasks).
-        if !task.header().is_scheduled() {
-            // Cancelled between the end of its run and now: already completed.
-            return None;
-        }
-        if self.can_run(state.run_state, task.header(), 0) {
-            if state.push(task, 0) {
-                state.leader.clear();
+    pub(crate) fn requeue(
+        &self,
+        state: &mut State,
+        task: Arc<dyn Job>,
+        now: Nanos,
+    ) -> Option<Arc<dyn Job>> {
+        match task.end_run(now) {
+            EndOfRun::Paused => None,
+            EndOfRun::Cancelled => Some(task),
+            EndOfRun::Scheduled if self.can_run(state.run_state, task.header(), now) => {
+                // To the heap, not the lane: a catch-up run is overdue, not
+                // "due at submission".
+                if state.push(task, 0) {
+                    state.leader.clear();
+                }
+                None
             }
-            None
-        } else {
-            Some(task)
+            EndOfRun::Scheduled => {
+                task.header().try_cancel();
+                Some(task)
+            }
         }
     }
 
@@ -425,11 +442,9 @@ impl Shared {
 
     /// Called under the lock after a run: wakes `wait_idle` callers if the
     /// pool may have become idle.
-    pub(crate) fn note_finished(&self, state: &mut State, ran: bool) {
+    pub(crate) fn note_finished(&self, state: &mut State) {
         state.active -= 1;
-        if ran {
-            state.completed += 1;
-        }
+        state.completed += 1;
         if state.active == 0 && state.idle_waiters > 0 {
             self.idle.notify_all();
         }

@@ -265,7 +265,8 @@ impl Caught {
 
 /// How one run ended.
 pub(crate) struct Ran {
-    /// Requeue the task at its (new) deadline: it is `SCHEDULED` again.
+    /// The task runs again: it is still `RUNNING`, and the worker calls
+    /// [`Job::end_run`] and requeues it under the pool lock.
     pub(crate) again: bool,
     /// The body panicked (whether or not the task goes on).
     pub(crate) panic: Option<Caught>,
@@ -291,6 +292,13 @@ pub(crate) trait Job: Send + Sync + 'static {
     /// The periodic controls, for periodic tasks.
     fn control(&self) -> Option<&Control> {
         None
+    }
+    /// Ends a run that returned `again`: the task is still `RUNNING`; this
+    /// moves it to `SCHEDULED` at its next deadline (or to `PAUSED`, if a
+    /// pause was requested), under the pool lock, right before the push.
+    /// `now` serves a trigger requested during the run.
+    fn end_run(&self, _now: Nanos) -> EndOfRun {
+        self.header().end_run(|_| {})
     }
     /// For an idle timer touched since it was armed: its new deadline, to
     /// requeue it without running it. `None`: run it now.

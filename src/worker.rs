@@ -22,7 +22,7 @@ use std::time::Instant;
 use crate::clock::Nanos;
 use crate::error::drop_quietly;
 use crate::hooks::{CurrentRun, RunInfo};
-use crate::shared::{Shared, RUNNING, STOP};
+use crate::shared::{Shared, State, RUNNING, STOP};
 use crate::sync::thread_local;
 use crate::task::Job;
 
@@ -38,10 +38,10 @@ pub(crate) fn is_worker_of(shared: &Shared) -> bool {
 
 /// What a run left to fold into the pool state at the next lock.
 struct Finished {
-    /// A task to requeue (a periodic task's next run, a re-armed idle timer).
+    /// A periodic task to end the run of and requeue (still `RUNNING`).
     again: Option<Arc<dyn Job>>,
-    /// Whether it counts as a run (a re-arm does not).
-    ran: bool,
+    /// When the run started (serves a trigger requested during it).
+    started: Nanos,
 }
 
 /// Decrements `workers` if the thread unwinds out of its loop.
@@ -62,7 +62,7 @@ impl Drop for ExitGuard<'_> {
             let mut state = self.shared.lock();
             state.workers -= 1;
             if self.busy {
-                self.shared.note_finished(&mut state, true);
+                self.shared.note_finished(&mut state);
             }
             let replacement = if state.run_state < STOP && !state.queue.is_empty() {
                 state.reserve_worker(&self.shared.config)
@@ -93,15 +93,14 @@ pub(crate) fn run(shared: Arc<Shared>) {
     loop {
         let mut state = shared.handoff();
         if let Some(done) = finished.take() {
-            shared.note_finished(&mut state, done.ran);
+            shared.note_finished(&mut state);
             guard.busy = false;
             if let Some(task) = done.again {
-                if let Some(refused) = shared.requeue(&mut state, task) {
-                    // Shut down meanwhile: cancel outside the lock, then go on.
+                if let Some(cleanup) = shared.requeue(&mut state, task, done.started) {
+                    // Cancelled during its run, or shut down meanwhile:
+                    // complete it and drop its body outside the lock.
                     drop(state);
-                    if refused.header().try_cancel() {
-                        refused.cancelled();
-                    }
+                    cleanup.cancelled();
                     continue;
                 }
             }
@@ -123,42 +122,82 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 return;
             }
         };
-        let entry = state.queue.pop().expect("a due head");
-        state.active += 1;
-        guard.busy = true;
-        // Decided under the lock the task was taken under: a task taken
-        // before `shutdown_now` has started, as far as it is concerned, and
-        // is neither returned by it nor cancelled.
-        let run_state = state.run_state;
-        drop(state); // hands leadership on before the run
-        finished = Some(run_one(&shared, entry.task, now, run_state));
+        let task = state.queue.pop().expect("a due head").task;
+        // Everything about the task is decided under the lock it was taken
+        // under, so a task is SCHEDULED exactly while it is queued (pause,
+        // resume and trigger rely on that), and a task taken before
+        // `shutdown_now` counts as started: it runs, it is not returned.
+        match claim(&shared, &mut state, &task, now) {
+            Claim::Run => {
+                state.active += 1;
+                guard.busy = true;
+                drop(state); // hands leadership on before the run
+                finished = Some(run_one(&shared, task, now));
+            }
+            Claim::Cancel => {
+                drop(state);
+                task.cancelled();
+                drop_quietly(task);
+            }
+            Claim::Done => {
+                // Perhaps a cancelled task's last reference: drop it (and
+                // whatever it holds) outside the lock.
+                drop(state);
+                drop_quietly(task);
+            }
+        }
     }
 }
 
-/// Runs one task taken from the queue; returns what to fold in afterwards.
-/// `run_state` is the pool's state when the task was taken.
-fn run_one(shared: &Shared, task: Arc<dyn Job>, now: Nanos, run_state: u8) -> Finished {
+/// What the worker does with a task it took.
+enum Claim {
+    /// It is `RUNNING` now: run it.
+    Run,
+    /// It may not run (shut down) and is `CANCELLED` now: complete it
+    /// outside the lock.
+    Cancel,
+    /// Nothing more: re-armed (an idle timer) or already cancelled/paused
+    /// while queued.
+    Done,
+}
+
+/// Decides, under the lock, what to do with a task just taken from the
+/// queue.
+fn claim(shared: &Shared, state: &mut State, task: &Arc<dyn Job>, now: Nanos) -> Claim {
     let header = task.header();
-    if run_state != RUNNING && !shared.can_run(run_state, header, now) {
+    if state.run_state != RUNNING && !shared.can_run(state.run_state, header, now) {
         // Java: a periodic task taken after shutdown cancels itself instead
-        // of running.
-        if header.try_cancel() {
-            task.cancelled();
-        }
-        return finish(task, false, true);
+        // of running. Counted as a run, like Java's.
+        state.completed += 1;
+        return if header.try_cancel() {
+            Claim::Cancel
+        } else {
+            Claim::Done
+        };
     }
     if let Some(due) = task.rearm(now) {
         // An idle timer touched since it was armed: not a run, just a new
-        // deadline (it is still SCHEDULED, never started).
+        // deadline (it stays SCHEDULED, so it goes straight back).
         header.set_deadline(due);
-        return finish(task, true, false);
+        if state.push(Arc::clone(task), 0) {
+            state.leader.clear(); // this worker waits next: self-handoff
+        }
+        return Claim::Done;
     }
-    if !header.try_start() {
-        // Cancelled or paused while queued but kept (remove_on_cancel =
-        // false, or the due lane): a no-op run, counted as completed like
-        // Java's.
-        return finish(task, false, true);
+    if header.try_start() {
+        Claim::Run
+    } else {
+        // Cancelled while queued but kept (remove_on_cancel = false, or the
+        // due lane): a no-op run, counted as completed like Java's.
+        state.completed += 1;
+        Claim::Done
     }
+}
+
+/// Runs a task the worker claimed (it is `RUNNING`); returns what to fold
+/// in afterwards.
+fn run_one(shared: &Shared, task: Arc<dyn Job>, now: Nanos) -> Finished {
+    let header = task.header();
     let info = RunInfo::new(
         header.seq,
         header.kind.name(),
@@ -185,21 +224,20 @@ fn run_one(shared: &Shared, task: Arc<dyn Job>, now: Nanos, run_state: u8) -> Fi
     if let Some(caught) = ran.panic {
         shared.report_panic(header, caught);
     }
-    finish(task, ran.again, true)
-}
-
-/// Keeps `task` for requeueing, or drops this reference to it. That may be
-/// the last one (the handle is gone), dropping a stored result whose `Drop`
-/// may panic: contained, so the worker thread survives.
-fn finish(task: Arc<dyn Job>, again: bool, ran: bool) -> Finished {
-    if again {
+    if ran.again {
         Finished {
             again: Some(task),
-            ran,
+            started: now,
         }
     } else {
+        // Perhaps the last reference (the handle is gone): dropping it drops
+        // a stored result whose `Drop` may panic. Contained, so the worker
+        // survives.
         drop_quietly(task);
-        Finished { again: None, ran }
+        Finished {
+            again: None,
+            started: now,
+        }
     }
 }
 

@@ -469,6 +469,52 @@ fn cancel_races_periodic_requeue() {
     }
 }
 
+/// pause and resume racing the end of a periodic run (the worker claims,
+/// runs, ends the run and requeues it): the task is never queued twice, runs
+/// exactly once on a frozen clock, and ends scheduled for its next period or
+/// paused. This once failed: a pause and resume between a run's end and its
+/// requeue pushed the task, and the requeue pushed it again.
+#[test]
+fn pause_resume_race_the_end_of_a_run() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let pool = ScheduledThreadPool::builder()
+            .core_threads(1)
+            .clock(clock)
+            .build()
+            .unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let h = Arc::new(
+            pool.schedule_at_fixed_rate(
+                move || {
+                    r.fetch_add(1, Ordering::SeqCst);
+                },
+                Duration::ZERO,
+                FOREVER,
+            )
+            .unwrap(),
+        );
+        let steer = {
+            let h = h.clone();
+            thread::spawn(move || {
+                h.pause();
+                h.resume();
+            })
+        };
+        steer.join().unwrap();
+        assert!(pool.wait_idle(FOREVER));
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "ran exactly once");
+        assert!(pool.queue_len() <= 1, "queued at most once");
+        schedpool::internals::check_pool(&h).unwrap();
+        assert!(matches!(
+            h.state(),
+            schedpool::TaskState::Scheduled | schedpool::TaskState::Paused
+        ));
+        finish(&pool);
+    });
+}
+
 // ===== completion vs waker =====
 
 /// A waker that records the wake-up and signals a loom condvar.

@@ -510,14 +510,24 @@ fn pause_resume_trigger_racing_runs_never_overlap_or_lose_the_task() {
         !h.is_done(),
         "the task survived: no overlap panic, not lost"
     );
-    h.resume();
+    // Paused, it is in the queue zero times; the queue is consistent.
+    h.pause();
+    eventually("paused", || h.state() == TaskState::Paused);
+    assert_eq!(
+        pool.queue_len(),
+        0,
+        "a paused task is never queued (no stale copy)"
+    );
+    schedpool::internals::check_pool(&h).unwrap();
+    assert!(h.resume());
     let before = runs.load(Ordering::SeqCst);
     eventually("still running after the storm", || {
         runs.load(Ordering::SeqCst) > before + 5
     });
+    schedpool::internals::check_pool(&h).unwrap();
     assert!(h.cancel());
-    let queued_before = pool.queue_len();
-    assert_eq!(queued_before, 0, "cancel removed it");
+    // A cancelled task in the due lane leaves when it reaches the front.
+    eventually("cancel emptied the queue", || pool.queue_len() == 0);
 }
 
 #[test]
