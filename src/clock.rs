@@ -4,8 +4,9 @@
 //! # Invariants
 //!
 //! - Times are [`Nanos`]: nanoseconds since a process-wide epoch taken once
-//!   (one day before the first use, so recent past `Instant`s keep their
-//!   order). They are plain `u64`s compared with `<`; nothing is near
+//!   (a century before the first use where the platform's `Instant` reaches
+//!   that far back, so past `Instant`s keep their order: an element due
+//!   three days ago still comes out before one due two days ago). They are plain `u64`s compared with `<`; nothing is near
 //!   `u64::MAX` because every delay is capped at [`MAX_DELAY`] (Java's
 //!   JDK 24+ cap, about 146 years), so no `Duration` can overflow a
 //!   deadline, `Duration::MAX` included.
@@ -33,7 +34,12 @@ fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     *EPOCH.get_or_init(|| {
         let now = Instant::now();
-        now.checked_sub(Duration::from_secs(86_400)).unwrap_or(now)
+        // 100 years, 1 year, 1 day: the farthest the platform allows. Even
+        // 100 years back leaves room for the 146-year cap within u64::MAX / 2.
+        [100 * 365, 365, 1]
+            .into_iter()
+            .find_map(|days| now.checked_sub(Duration::from_secs(days * 86_400)))
+            .unwrap_or(now)
     })
 }
 

@@ -61,6 +61,7 @@ impl<E: HeapEntry> IndexedHeap<E> {
         self.items.len()
     }
 
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

@@ -78,8 +78,10 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
     }
     for (i, e) in lane.iter().enumerate() {
         let h = e.task.header();
-        if h.heap_index() != crate::work_queue::IN_LANE {
-            return Err(format!("lane task {} lacks the lane mark", h.seq));
+        let mark = h.heap_index();
+        if mark != crate::work_queue::IN_LANE && (i == 0 || mark != crate::work_queue::LANE_REMOVED)
+        {
+            return Err(format!("lane task {} at {i} carries mark {mark}", h.seq));
         }
         if i > 0 {
             let p = lane[i - 1];

@@ -445,6 +445,13 @@ impl Shared {
     pub(crate) fn note_finished(&self, state: &mut State) {
         state.active -= 1;
         state.completed += 1;
+        self.note_maybe_idle(state);
+    }
+
+    /// Wakes `wait_idle` callers if the pool may be idle now: after a run,
+    /// and after a worker took a task it did not run (a cancelled task kept
+    /// in the queue, an idle timer re-armed).
+    pub(crate) fn note_maybe_idle(&self, state: &State) {
         if state.active == 0 && state.idle_waiters > 0 {
             self.idle.notify_all();
         }

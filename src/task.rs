@@ -50,6 +50,8 @@ const TRIGGER_REQUESTED: u8 = 0b1_0000;
 
 /// How [`crate::work_queue::IN_LANE`] is stored in a header's 32-bit index.
 const LANE_MARK: u32 = u32::MAX - 1;
+/// How [`crate::work_queue::LANE_REMOVED`] is stored.
+const LANE_REMOVED_MARK: u32 = u32::MAX - 2;
 
 /// What kind of task this is (the `kind` field of the `task` span).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +119,7 @@ impl Header {
         match self.heap_index.load(Ordering::Relaxed) {
             u32::MAX => NOT_QUEUED,
             LANE_MARK => crate::work_queue::IN_LANE,
+            LANE_REMOVED_MARK => crate::work_queue::LANE_REMOVED,
             index => index as usize,
         }
     }
@@ -125,6 +128,7 @@ impl Header {
     pub(crate) fn set_heap_index(&self, index: usize) {
         let index = match index {
             crate::work_queue::IN_LANE => LANE_MARK,
+            crate::work_queue::LANE_REMOVED => LANE_REMOVED_MARK,
             index => u32::try_from(index).unwrap_or(u32::MAX),
         };
         self.heap_index.store(index, Ordering::Relaxed);

@@ -15,12 +15,15 @@
 //!   comes first by `(deadline, seq)`, so FIFO among equal deadlines holds
 //!   across both. The lane makes a burst of due tasks O(1) to push and pop
 //!   (no sift, no index writes into other tasks).
-//! - A cancelled task in the lane is not searched for: its closure is
-//!   dropped at once by the cancel, and its entry (one `Arc`) leaves when it
-//!   reaches the front, which for a due task is soon. `CANCELLED` is final,
-//!   so the stale entry can never run. Pause, trigger and reschedule, which
-//!   requeue the task later, do remove it ([`WorkQueue::remove_anywhere`]):
-//!   a stale entry there could run the task twice.
+//! - Removing a cancelled task from the lane ([`WorkQueue::remove`]) does
+//!   not search for it: its entry is marked [`LANE_REMOVED`] and no longer
+//!   counts in `len`; it is discarded, without running or counting as a
+//!   run, when it reaches the front (the front is never a removed entry, so
+//!   peeking stays O(1)). Its closure is dropped by the cancel at once; the
+//!   entry holds one `Arc` until then. Pause, trigger and reschedule, which
+//!   requeue the task later, take it out by a linear search of the lane
+//!   ([`WorkQueue::remove_anywhere`]): a stale entry there could run the
+//!   task twice.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -31,6 +34,10 @@ use crate::task::{Header, Job};
 
 /// The heap index recorded for a task in the lane.
 pub(crate) const IN_LANE: usize = usize::MAX - 1;
+
+/// The heap index recorded for a cancelled task removed from the lane (its
+/// entry is discarded when it reaches the front).
+pub(crate) const LANE_REMOVED: usize = usize::MAX - 2;
 
 /// A queued task: its ordering key `(deadline, seq)` inline, so comparing
 /// two entries never dereferences a task; the task behind it. 32 bytes.
@@ -79,6 +86,8 @@ impl Positions<Entry> for InTask {
 pub(crate) struct WorkQueue {
     heap: IndexedHeap<Entry>,
     lane: VecDeque<Entry>,
+    /// Lane entries marked [`LANE_REMOVED`], not yet discarded.
+    removed_in_lane: usize,
 }
 
 /// Is `task` the task behind `entry`? (Data pointers; vtables may differ.)
@@ -91,15 +100,33 @@ impl WorkQueue {
         WorkQueue {
             heap: IndexedHeap::new(),
             lane: VecDeque::new(),
+            removed_in_lane: 0,
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.heap.len() + self.lane.len()
+        self.heap.len() + self.lane.len() - self.removed_in_lane
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.heap.is_empty() && self.lane.is_empty()
+        self.len() == 0
+    }
+
+    /// Discards removed entries from the lane's front, so the front is
+    /// always a live entry.
+    fn discard_removed_front(&mut self) {
+        while self
+            .lane
+            .front()
+            .is_some_and(|e| e.task.header().heap_index() == LANE_REMOVED)
+        {
+            let entry = self.lane.pop_front().expect("a front");
+            entry.task.header().set_heap_index(NOT_QUEUED);
+            self.removed_in_lane -= 1;
+            // The cancel that marked it holds another reference (a handle
+            // is alive while cancelling), so this drop runs no user code.
+            drop(entry);
+        }
     }
 
     /// Does the lane's front come before the heap's?
@@ -149,14 +176,21 @@ impl WorkQueue {
             false => self.heap.pop(&mut InTask)?,
         };
         entry.task.header().set_heap_index(NOT_QUEUED);
+        self.discard_removed_front();
         Some(entry)
     }
 
-    /// Removes the task `header`/`task` from the heap in O(log n), if it is
-    /// there. A task in the lane is left for its turn (see the invariants).
+    /// Removes a cancelled task: from the heap in O(log n), returning its
+    /// entry; from the lane by marking it (see the invariants), in O(1).
     pub(crate) fn remove(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
         let index = header.heap_index();
-        if index == NOT_QUEUED || index == IN_LANE {
+        if index == IN_LANE {
+            header.set_heap_index(LANE_REMOVED);
+            self.removed_in_lane += 1;
+            self.discard_removed_front();
+            return None;
+        }
+        if index == NOT_QUEUED || index == LANE_REMOVED {
             return None;
         }
         if !self.heap.get(index).is_some_and(|e| is_task(e, task)) {
@@ -178,6 +212,7 @@ impl WorkQueue {
         let at = self.lane.iter().position(|e| is_task(e, task))?;
         let entry = self.lane.remove(at)?;
         header.set_heap_index(NOT_QUEUED);
+        self.discard_removed_front();
         Some(entry)
     }
 
@@ -185,8 +220,11 @@ impl WorkQueue {
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Entry) -> bool) -> Vec<Entry> {
         let mut removed = self.heap.retain(&mut keep, &mut InTask);
         let lane = std::mem::take(&mut self.lane);
+        self.removed_in_lane = 0;
         for entry in lane {
-            if keep(&entry) {
+            if entry.task.header().heap_index() == LANE_REMOVED {
+                entry.task.header().set_heap_index(NOT_QUEUED);
+            } else if keep(&entry) {
                 self.lane.push_back(entry);
             } else {
                 entry.task.header().set_heap_index(NOT_QUEUED);
@@ -245,19 +283,28 @@ mod tests {
     }
 
     #[test]
-    fn lane_entries_are_marked_and_not_removed_eagerly() {
+    fn lane_entries_are_marked_and_removed_lazily() {
+        let ptr = |t: &Arc<dyn Job>| Arc::as_ptr(t) as *const u8;
         let mut q = WorkQueue::new();
         let t = task(1, 5);
+        let u = task(3, 6);
         q.push(t.clone(), 10);
+        q.push(u.clone(), 10);
         assert_eq!(t.header().heap_index(), IN_LANE);
-        assert!(q.remove(t.header(), Arc::as_ptr(&t) as *const u8).is_none());
-        assert!(q
-            .remove_anywhere(t.header(), Arc::as_ptr(&t) as *const u8)
-            .is_some());
+        assert_eq!(q.len(), 2);
+        // A cancel removes a lane entry by marking it: len drops at once.
+        assert!(q.remove(u.header(), ptr(&u)).is_none());
+        assert_eq!((q.len(), u.header().heap_index()), (1, LANE_REMOVED));
+        // Pause-like removal takes the front out; the marked entry behind it
+        // is discarded, so the front stays live.
+        assert!(q.remove_anywhere(t.header(), ptr(&t)).is_some());
         assert_eq!(t.header().heap_index(), NOT_QUEUED);
+        assert_eq!(u.header().heap_index(), NOT_QUEUED, "discarded");
+        assert!(q.is_empty());
+        assert_eq!(q.peek_deadline(), None);
         let h = task(2, 50);
         q.push(h.clone(), 10);
-        assert!(q.remove(h.header(), Arc::as_ptr(&h) as *const u8).is_some());
+        assert!(q.remove(h.header(), ptr(&h)).is_some());
         assert_eq!(h.header().heap_index(), NOT_QUEUED);
         assert!(q.pop().is_none());
     }

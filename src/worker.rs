@@ -169,6 +169,7 @@ fn claim(shared: &Shared, state: &mut State, task: &Arc<dyn Job>, now: Nanos) ->
         // Java: a periodic task taken after shutdown cancels itself instead
         // of running. Counted as a run, like Java's.
         state.completed += 1;
+        shared.note_maybe_idle(state);
         return if header.try_cancel() {
             Claim::Cancel
         } else {
@@ -182,14 +183,16 @@ fn claim(shared: &Shared, state: &mut State, task: &Arc<dyn Job>, now: Nanos) ->
         if state.push(Arc::clone(task), 0) {
             state.leader.clear(); // this worker waits next: self-handoff
         }
+        shared.note_maybe_idle(state);
         return Claim::Done;
     }
     if header.try_start() {
         Claim::Run
     } else {
-        // Cancelled while queued but kept (remove_on_cancel = false, or the
-        // due lane): a no-op run, counted as completed like Java's.
+        // Cancelled while queued but kept (remove_on_cancel = false): a
+        // no-op run, counted as completed like Java's.
         state.completed += 1;
+        shared.note_maybe_idle(state);
         Claim::Done
     }
 }
