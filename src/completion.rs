@@ -12,10 +12,10 @@
 //!   stored or is seen by that `poll` (see the loom model).
 
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::TaskError;
-use crate::sync::{Condvar, Mutex};
+use crate::sync::{wait_for, Condvar, Mutex};
 
 enum Outcome<T> {
     Pending(Option<Waker>),
@@ -67,22 +67,10 @@ impl<T> Completion<T> {
 
     /// Blocks up to `timeout` (real time) for a result; true once there is one.
     pub(crate) fn wait_timeout(&self, timeout: Duration) -> bool {
-        let limit = Instant::now().checked_add(timeout);
         let mut outcome = self.outcome.lock();
-        loop {
-            if !matches!(*outcome, Outcome::Pending(_)) {
-                return true;
-            }
-            match limit {
-                Some(limit) => {
-                    if Instant::now() >= limit {
-                        return false;
-                    }
-                    self.done.wait_until(&mut outcome, limit);
-                }
-                None => self.done.wait(&mut outcome),
-            }
-        }
+        wait_for(&self.done, &mut outcome, timeout, |o| {
+            !matches!(o, Outcome::Pending(_))
+        })
     }
 
     /// Blocks until the result is set, then takes it.

@@ -30,14 +30,14 @@
 //! - No user code (task bodies, their `Drop`s) runs under the lock.
 
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::clock::{Clock, ClockListener, Nanos};
 use crate::error::Rejected;
 use crate::hooks::{Hooks, TaskPanic};
 use crate::leader::{Handoff, Leader, Waitable};
 use crate::stats::{LatenessHistogram, PoolStats};
-use crate::sync::{AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
 use crate::task::{Caught, EndOfRun, Header, Job};
 use crate::work_queue::{Entry, WorkQueue};
 
@@ -395,47 +395,23 @@ impl Shared {
             // Waiting for ourselves would never end.
             return self.run_state() == TERMINATED;
         }
-        let limit = Instant::now().checked_add(timeout);
         let mut state = self.lock();
-        loop {
-            if state.run_state == TERMINATED {
-                return true;
-            }
-            match limit {
-                Some(limit) => {
-                    if Instant::now() >= limit {
-                        return false;
-                    }
-                    self.terminated.wait_until(&mut state, limit);
-                }
-                None => self.terminated.wait(&mut state),
-            }
-        }
+        wait_for(&self.terminated, &mut state, timeout, |s| {
+            s.run_state == TERMINATED
+        })
     }
 
     // ===== idleness (virtual-time tests) =====
 
     /// True once no task runs and none is due; false if `timeout` passed.
     pub(crate) fn wait_idle(&self, timeout: Duration) -> bool {
-        let limit = Instant::now().checked_add(timeout);
         let mut state = self.lock();
         state.idle_waiters += 1;
-        let idle = loop {
+        let idle = wait_for(&self.idle, &mut state, timeout, |s| {
             let now = self.clock.now();
-            let due = state.queue.peek_deadline().is_some_and(|d| d <= now);
-            if state.active == 0 && (!due || state.run_state >= STOP) {
-                break true;
-            }
-            match limit {
-                Some(limit) => {
-                    if Instant::now() >= limit {
-                        break false;
-                    }
-                    self.idle.wait_until(&mut state, limit);
-                }
-                None => self.idle.wait(&mut state),
-            }
-        };
+            let due = s.queue.peek_deadline().is_some_and(|d| d <= now);
+            s.active == 0 && (!due || s.run_state >= STOP)
+        });
         state.idle_waiters -= 1;
         idle
     }

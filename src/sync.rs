@@ -33,6 +33,33 @@ pub(crate) use loom_thread_local as thread_local;
 
 pub(crate) use imp::{Condvar, Mutex, MutexGuard};
 
+/// Waits on `cv` until `done(&mut state)` holds (true) or `timeout` of real
+/// time passes (false). A timeout too large for an `Instant` waits without
+/// limit. The condition is checked under the lock before every wait, so a
+/// signal sent after the state changed is never missed.
+pub(crate) fn wait_for<T>(
+    cv: &Condvar,
+    guard: &mut MutexGuard<'_, T>,
+    timeout: std::time::Duration,
+    mut done: impl FnMut(&mut T) -> bool,
+) -> bool {
+    let limit = std::time::Instant::now().checked_add(timeout);
+    loop {
+        if done(&mut *guard) {
+            return true;
+        }
+        match limit {
+            Some(limit) => {
+                if std::time::Instant::now() >= limit {
+                    return false;
+                }
+                cv.wait_until(guard, limit);
+            }
+            None => cv.wait(guard),
+        }
+    }
+}
+
 /// Spawns a named, detached thread.
 ///
 /// # Errors
