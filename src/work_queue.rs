@@ -115,6 +115,9 @@ impl WorkQueue {
     /// Discards removed entries from the lane's front, so the front is
     /// always a live entry.
     fn discard_removed_front(&mut self) {
+        if self.removed_in_lane == 0 {
+            return; // the common case: no header to touch
+        }
         while self
             .lane
             .front()
