@@ -204,3 +204,29 @@ fn a_late_fixed_rate_task_starves_later_zero_delay_work_on_one_thread() {
     // was due before "now".
     assert_eq!(got.last(), Some(&"job"));
 }
+
+#[test]
+fn a_periodic_task_keeps_running_while_another_worker_leads_on_a_far_task() {
+    // Two workers. One becomes the leader sleeping on a task an hour away;
+    // the other runs the periodic task and requeues it as the new, earlier
+    // head. That worker must take over timing it (self-handoff): if nobody
+    // timed the new head, the periodic task would stall for an hour.
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    let far = pool.schedule(|| (), Duration::from_secs(3600)).unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let h = pool
+        .schedule_at_fixed_rate(
+            move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            },
+            Duration::from_millis(20),
+            Duration::from_millis(20),
+        )
+        .unwrap();
+    eventually("the periodic task keeps running", || {
+        runs.load(Ordering::SeqCst) >= 5
+    });
+    h.cancel();
+    far.cancel();
+}
