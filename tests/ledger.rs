@@ -135,6 +135,19 @@ struct Tally {
     cancelled_by_pool: usize,
 }
 
+impl Tally {
+    /// Submissions the pool accepted (every outcome but rejection).
+    fn accepted(&self) -> usize {
+        self.ran
+            + self.cancelled
+            + self.pending
+            + self.cancelled_while_running
+            + self.cancelled_after_returned
+            + self.periodic
+            + self.cancelled_by_pool
+    }
+}
+
 fn round(seed: u64, stop_now: bool) -> Tally {
     let n_tasks = tasks();
     let mut rng = Rng::new(seed);
@@ -409,11 +422,24 @@ fn seed() -> u64 {
 #[ignore = "stress (about 15 s in release); CI runs it with --include-ignored"]
 fn ledger_shutdown() {
     let seed = seed();
+    let mut accepted = 0;
     for r in 0..rounds() {
         let t = round(seed.wrapping_add(2 * r), false);
         assert_eq!(t.pending, 0, "shutdown() returns nothing");
         assert_eq!(t.cancelled_by_pool, 0);
+        accepted += t.accepted();
     }
+    // Shutdown comes at a random moment, so each round accepts a random
+    // share of its submissions; across the rounds, at least a million
+    // accepted tasks are accounted for one by one (unless LEDGER_TASKS or
+    // LEDGER_ROUNDS scale the test down).
+    if tasks() as u64 * rounds() >= 8_000_000 {
+        assert!(
+            accepted >= 1_000_000,
+            "only {accepted} accepted tasks were checked"
+        );
+    }
+    eprintln!("ledger_shutdown: {accepted} accepted tasks checked");
 }
 
 /// Every property of the ledger holds except one: API.md says
@@ -426,9 +452,19 @@ fn ledger_shutdown() {
 fn ledger_shutdown_now() {
     let seed = seed();
     let mut by_pool = 0;
+    let mut accepted = 0;
     for r in 0..rounds() {
-        by_pool += round(seed.wrapping_add(2 * r + 1), true).cancelled_by_pool;
+        let t = round(seed.wrapping_add(2 * r + 1), true);
+        by_pool += t.cancelled_by_pool;
+        accepted += t.accepted();
     }
+    if tasks() as u64 * rounds() >= 8_000_000 {
+        assert!(
+            accepted >= 1_000_000,
+            "only {accepted} accepted tasks were checked"
+        );
+    }
+    eprintln!("ledger_shutdown_now: {accepted} accepted tasks checked");
     assert_eq!(
         by_pool, 0,
         "{by_pool} accepted one-shots were neither run, nor cancelled by a caller, \
