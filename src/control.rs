@@ -17,8 +17,8 @@
 use std::sync::Arc;
 
 use crate::clock::Nanos;
-use crate::shared::{data_ptr, Shared, State};
-use crate::task::{Header, Job};
+use crate::shared::{data_ptr, take_paused, Shared, State, RUNNING};
+use crate::task::{Header, Job, Kind};
 
 impl Shared {
     /// Removes `task` from the queue if it is queued there; true if it was.
@@ -28,13 +28,21 @@ impl Shared {
         state.queue.remove_anywhere(header, task).is_some()
     }
 
-    /// Pauses a task: a queued one leaves the queue, a running one pauses
-    /// after its run. True if it was scheduled or running.
+    /// Pauses a task: a queued one leaves the queue (for the paused list),
+    /// a running one pauses after its run. True if it was scheduled or
+    /// running. Refused once shutdown has begun: a paused task could never
+    /// be resumed, and shutdown completes the paused list.
     pub(crate) fn pause(&self, job: &Arc<dyn Job>) -> bool {
         let header = job.header();
         let mut state = self.handoff();
+        if state.run_state != RUNNING {
+            return false;
+        }
         if header.pause_scheduled() {
             self.unqueue(&mut state, header, data_ptr(job));
+            state.paused.push(Arc::clone(job));
+            // It may have been the due head `wait_idle` waits on.
+            self.note_maybe_idle(&state);
             return true;
         }
         header.request_pause()
@@ -57,16 +65,19 @@ impl Shared {
             if !header.resume_paused() {
                 return false;
             }
+            drop(take_paused(&mut state, data_ptr(job)));
             if self.can_run(state.run_state, header, now) {
                 if state.push(Arc::clone(job), now) {
                     state.new_head();
                 }
                 false
             } else {
-                true
+                // Shut down meanwhile: cancelled under the lock, so it is
+                // never SCHEDULED outside the queue; completed outside it.
+                header.try_cancel()
             }
         };
-        if refused && header.try_cancel() {
+        if refused {
             job.cancelled();
         }
         true
@@ -77,17 +88,24 @@ impl Shared {
     /// waiting for a run (done, cancelled, paused, or a running one-shot).
     pub(crate) fn trigger(&self, job: &Arc<dyn Job>) -> bool {
         let header = job.header();
+        if header.kind == Kind::Idle {
+            // An idle timer fires on idleness, not on demand: its next pop
+            // would just re-arm it. Refuse rather than pretend.
+            return false;
+        }
         let now = self.clock.now();
         let mut state = self.handoff();
         if header.is_scheduled() {
-            let queued = self.unqueue(&mut state, header, data_ptr(job));
-            header.set_deadline(header.deadline().min(now));
-            if queued && state.push(Arc::clone(job), now) {
-                state.new_head();
-            }
             // SCHEDULED means queued (the worker claims and requeues under
             // this lock); only a shutdown purge holds a SCHEDULED task out
             // of the queue, briefly, before cancelling or returning it.
+            if !self.unqueue(&mut state, header, data_ptr(job)) {
+                return false;
+            }
+            header.set_deadline(header.deadline().min(now));
+            if state.push(Arc::clone(job), now) {
+                state.new_head();
+            }
             return true;
         }
         header.kind.is_periodic() && header.request_trigger()
@@ -112,6 +130,8 @@ impl Shared {
             if state.push(Arc::clone(job), now) {
                 state.new_head();
             }
+            // A due head may have moved later: `wait_idle` may be done.
+            self.note_maybe_idle(&state);
         }
         true
     }

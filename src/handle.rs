@@ -183,7 +183,8 @@ impl<T: 'static> ScheduledHandle<T> {
     /// Pauses the task: a waiting task leaves the queue; a running one
     /// pauses when its run ends. Runs missed while paused are not replayed.
     /// Returns false if it was not waiting or running (done, cancelled,
-    /// already paused).
+    /// already paused), or once the pool is shutting down: shutdown
+    /// completes paused tasks as cancelled, since nobody could resume them.
     pub fn pause(&self) -> bool {
         self.pool.pause(&self.job())
     }
@@ -198,8 +199,8 @@ impl<T: 'static> ScheduledHandle<T> {
     /// Runs the task now instead of at its deadline. A periodic task that
     /// is running runs again right after (it never overlaps itself); its
     /// schedule continues from the run it pulled forward. Returns false if
-    /// there is no run to pull forward (done, cancelled, paused, or a
-    /// running one-shot).
+    /// there is no run to pull forward (done, cancelled, paused, a running
+    /// one-shot, or an idle timer, which fires on idleness only).
     pub fn trigger(&self) -> bool {
         self.pool.trigger(&self.job())
     }

@@ -469,16 +469,18 @@ where
         let Some(mut body) = body else {
             return Ran::DONE;
         };
-        let result = catch_unwind(AssertUnwindSafe(&mut body));
+        // `into_next` is user code too (`RunOutcome` is a public trait): it
+        // runs inside the same catch, and its panic counts as the run's.
+        let result = catch_unwind(AssertUnwindSafe(|| body().into_next()));
         // The end of the run, read only when a policy needs it (fixed rate
         // with Burst, the default, never does).
         let ended = std::cell::OnceCell::new();
         let now = || *ended.get_or_init(|| clock.now());
         let runs = c.runs.fetch_add(1, Ordering::AcqRel) + 1;
         let (next, panic) = match result {
-            Ok(outcome) => {
+            Ok(next) => {
                 c.consecutive_failures.store(0, Ordering::Release);
-                match outcome.into_next() {
+                match next {
                     Next::Continue => (Some(c.next_nominal(self.header.kind, started, now)), None),
                     Next::After(delay) => (Some(after(now(), delay)), None),
                     Next::Stop => (None, None),

@@ -280,7 +280,8 @@ impl ScheduledThreadPool {
     // ===== shutdown =====
 
     /// Begins an orderly shutdown; never blocks. New submissions are
-    /// rejected. With the default policies, periodic tasks are cancelled and
+    /// rejected, and paused tasks are cancelled (nobody could resume them).
+    /// With the default policies, periodic tasks are cancelled and
     /// delayed one-shot tasks still run at their time (see
     /// [`Builder::continue_periodic_after_shutdown`] and
     /// [`Builder::execute_delayed_after_shutdown`]). Idempotent. Returns
@@ -291,7 +292,8 @@ impl ScheduledThreadPool {
     }
 
     /// Stops at once: rejects new submissions, removes every queued task
-    /// that has not started and returns them in deadline order. Running
+    /// that has not started and returns them in deadline order (paused
+    /// tasks are cancelled instead: they are not queued). Running
     /// tasks finish their current run; periodic ones run no more. Run or
     /// drop the returned tasks: either completes their handles.
     pub fn shutdown_now(&self) -> Vec<PendingTask> {

@@ -79,6 +79,9 @@ pub(crate) struct State {
     pub(crate) accepted: u64,
     /// Threads blocked in `wait_idle`.
     pub(crate) idle_waiters: usize,
+    /// Paused tasks (not queued): shutdown completes them, so no `join`
+    /// waits forever on a task nobody can resume.
+    pub(crate) paused: Vec<Arc<dyn Job>>,
 }
 
 impl Waitable for State {
@@ -149,6 +152,7 @@ impl Shared {
                 completed: 0,
                 accepted: 0,
                 idle_waiters: 0,
+                paused: Vec::new(),
             }),
             available: Condvar::new(),
             terminated: Condvar::new(),
@@ -243,8 +247,9 @@ impl Shared {
                 }
             }
         }
-        self.try_terminate(&mut state);
+        let terminated = self.try_terminate(&mut state);
         drop(state);
+        log_if_terminated(terminated);
         match taken_back {
             Some(entry) => {
                 // Never reached a worker: the caller gets Err and no handle,
@@ -290,7 +295,16 @@ impl Shared {
         now: Nanos,
     ) -> Option<Arc<dyn Job>> {
         match task.end_run(now) {
-            EndOfRun::Paused => None,
+            EndOfRun::Paused if state.run_state == RUNNING => {
+                state.paused.push(task);
+                None
+            }
+            EndOfRun::Paused => {
+                // Paused during its run, and the pool shut down meanwhile:
+                // nobody can resume it.
+                task.header().try_cancel();
+                Some(task)
+            }
             EndOfRun::Cancelled => Some(task),
             EndOfRun::Scheduled if self.can_run(state.run_state, task.header(), now) => {
                 // To the heap, not the lane: a catch-up run is overdue, not
@@ -312,13 +326,20 @@ impl Shared {
     /// Removes a just-cancelled task (named by its header and data pointer)
     /// from the queue if it is there (see [`WorkQueue::remove`]).
     pub(crate) fn remove_cancelled(&self, header: &Header, task: *const u8) -> Option<Entry> {
-        if !self.config.remove_on_cancel {
-            return None;
-        }
         let mut state = self.handoff();
+        // A paused task leaves the paused list (the handle that cancels it
+        // holds another reference: dropping this one runs no user code).
+        drop(take_paused(&mut state, task));
         // Cancelling the last task after shutdown lets the pool terminate:
         // the Handoff's drop wakes a worker to see that (Java: tryTerminate).
-        state.queue.remove(header, task)
+        let removed = if self.config.remove_on_cancel {
+            state.queue.remove(header, task)
+        } else {
+            None
+        };
+        // The removed task may have been the due head `wait_idle` waits on.
+        self.note_maybe_idle(&state);
+        removed
     }
 
     // ===== shutdown =====
@@ -343,15 +364,20 @@ impl Shared {
                         config.execute_delayed_after_shutdown || h.deadline() <= now
                     }
             });
-            self.try_terminate(&mut state);
-            removed
+            // Paused tasks are not queued and cannot be resumed any more:
+            // complete them as cancelled, whatever the policies.
+            let paused = std::mem::take(&mut state.paused);
+            let terminated = self.try_terminate(&mut state);
+            (removed, paused, terminated)
             // The Handoff's drop wakes a worker if the queue is now empty,
             // and each exiting worker wakes the next.
         };
-        tracing::info!(target: "schedpool::pool", cancelled = removed.len(), "pool shutting down");
-        for entry in removed {
-            if entry.task.header().try_cancel() {
-                entry.task.cancelled();
+        let (removed, paused, terminated) = removed;
+        tracing::info!(target: "schedpool::pool", cancelled = removed.len() + paused.len(), "pool shutting down");
+        log_if_terminated(terminated);
+        for task in removed.into_iter().map(|e| e.task).chain(paused) {
+            if task.header().try_cancel() {
+                task.cancelled();
             }
         }
     }
@@ -363,10 +389,20 @@ impl Shared {
             let mut state = self.handoff();
             self.set_run_state(&mut state, STOP);
             let drained = state.queue.drain();
-            self.try_terminate(&mut state);
-            drained
+            let paused = std::mem::take(&mut state.paused);
+            let terminated = self.try_terminate(&mut state);
+            (drained, paused, terminated)
         };
+        let (drained, paused, terminated) = drained;
         tracing::info!(target: "schedpool::pool", pending = drained.len(), "pool stopping now");
+        log_if_terminated(terminated);
+        // Paused tasks did not start, but nobody can resume them: they are
+        // completed as cancelled rather than returned.
+        for task in paused {
+            if task.header().try_cancel() {
+                task.cancelled();
+            }
+        }
         drained
             .into_iter()
             .map(|e| e.task)
@@ -374,19 +410,22 @@ impl Shared {
             .collect()
     }
 
-    /// Terminates if shut down, with no worker left and nothing queued.
-    pub(crate) fn try_terminate(&self, state: &mut State) {
+    /// Terminates if shut down, with no worker left and nothing queued;
+    /// true if this call did. The caller logs it ([`log_if_terminated`])
+    /// after releasing the lock: a tracing subscriber is user code.
+    #[must_use]
+    pub(crate) fn try_terminate(&self, state: &mut State) -> bool {
         let drained = state.queue.is_empty() || state.run_state >= STOP;
-        if state.run_state >= SHUTDOWN
+        let terminate = state.run_state >= SHUTDOWN
             && state.run_state < TERMINATED
             && state.workers == 0
-            && drained
-        {
+            && drained;
+        if terminate {
             self.set_run_state(state, TERMINATED);
             self.terminated.notify_all();
             self.idle.notify_all();
-            tracing::info!(target: "schedpool::pool", "pool terminated");
         }
+        terminate
     }
 
     /// Blocks until terminated or `timeout` (real time) passed.
@@ -505,6 +544,22 @@ impl ClockListener for Shared {
     fn clock_advanced(&self) {
         self.handoff().new_head();
     }
+}
+
+/// Logs the pool's termination (outside the lock: a subscriber is user code).
+pub(crate) fn log_if_terminated(terminated: bool) {
+    if terminated {
+        tracing::info!(target: "schedpool::pool", "pool terminated");
+    }
+}
+
+/// Takes `task` out of the paused list, if it is there.
+pub(crate) fn take_paused(state: &mut State, task: *const u8) -> Option<Arc<dyn Job>> {
+    let at = state
+        .paused
+        .iter()
+        .position(|t| std::ptr::eq(data_ptr(t), task))?;
+    Some(state.paused.swap_remove(at))
 }
 
 /// A task's address, whatever trait object points at it (vtables may differ).

@@ -8,9 +8,11 @@
 //!   the queue gets [`NOT_QUEUED`].
 //! - The lane is strictly increasing in `(deadline, seq)`. A task due at
 //!   submission normally sorts after the lane's back already (the clock is
-//!   monotonic and sequence numbers grow); when two submitters race, the
-//!   later one's deadline is raised by a nanosecond to keep the order (later,
-//!   never earlier).
+//!   monotonic and sequence numbers grow); one that would not (two
+//!   submitters raced for the lock, or a trigger pulled an old task forward)
+//!   goes to the heap instead, at its exact deadline. Deadlines are never
+//!   changed: a bumped one could be a future that a frozen manual clock
+//!   never reaches.
 //! - The queue's order is the merge of the two: `pop` takes whichever front
 //!   comes first by `(deadline, seq)`, so FIFO among equal deadlines holds
 //!   across both. The lane makes a burst of due tasks O(1) to push and pop
@@ -156,20 +158,22 @@ impl WorkQueue {
     /// A task due at `now` goes to the lane.
     pub(crate) fn push(&mut self, task: Arc<dyn Job>, now: Nanos) -> bool {
         let header = task.header();
-        let mut deadline = header.deadline();
-        if deadline > now {
-            return self.heap.push(Entry::new(deadline, task), &mut InTask);
-        }
-        if let Some(back) = self.lane.back() {
-            if (deadline, header.seq) <= back.key() {
-                // A racing submitter queued a later sequence number first.
-                deadline = back.deadline + 1;
-                header.set_deadline(deadline);
-            }
+        let deadline = header.deadline();
+        let fits_lane = deadline <= now
+            && self
+                .lane
+                .back()
+                .is_none_or(|back| (deadline, header.seq) > back.key());
+        if !fits_lane {
+            // Not yet due, or it would break the lane's order (a racing
+            // submitter queued a later sequence number first, or a trigger
+            // pulled an old task forward): the heap keeps it exactly.
+            let heap_top = self.heap.push(Entry::new(deadline, task), &mut InTask);
+            return heap_top && self.lane_first() == Some(false);
         }
         header.set_heap_index(IN_LANE);
         self.lane.push_back(Entry::new(deadline, task));
-        self.lane.len() == 1 && self.lane_first() == Some(true)
+        self.lane.len() - self.removed_in_lane == 1 && self.lane_first() == Some(true)
     }
 
     /// Removes and returns the first task.
@@ -273,15 +277,12 @@ mod tests {
         q.push(task(1, 150), now);
         q.push(task(2, 100), now); // lane
         q.push(task(3, 100), now); // lane
-        q.push(task(0, 90), now); // lane? no: the lane's back is (100, 3) > (90, 0): bumped to 101
+        q.push(task(0, 90), now); // not after the lane's back (100, 3): the heap, at 90
         q.push(task(4, 120), now);
         let order: Vec<(Nanos, u64)> = std::iter::from_fn(|| q.pop())
             .map(|e| (e.deadline, e.task.header().seq))
             .collect();
-        assert_eq!(
-            order,
-            vec![(100, 2), (100, 3), (101, 0), (120, 4), (150, 1)]
-        );
+        assert_eq!(order, vec![(90, 0), (100, 2), (100, 3), (120, 4), (150, 1)]);
         assert!(q.is_empty());
     }
 

@@ -69,9 +69,11 @@ impl Drop for ExitGuard<'_> {
             } else {
                 None
             };
-            self.shared.try_terminate(&mut state);
-            replacement
+            let terminated = self.shared.try_terminate(&mut state);
+            (replacement, terminated)
         };
+        let (replacement, terminated) = replacement;
+        crate::shared::log_if_terminated(terminated);
         if let Some(number) = replacement {
             let _ = self.shared.start_worker(number, None);
         }
@@ -118,7 +120,9 @@ pub(crate) fn run(shared: Arc<Shared>) {
             crate::leader::Wake::Closed | crate::leader::Wake::TimedOut => {
                 state.workers -= 1;
                 guard.left = true;
-                shared.try_terminate(&mut state);
+                let terminated = shared.try_terminate(&mut state);
+                drop(state);
+                crate::shared::log_if_terminated(terminated);
                 return;
             }
         };

@@ -559,6 +559,30 @@ fn periodic_requeue_as_new_head_keeps_someone_timing_it() {
     });
 }
 
+/// A due task is cancelled while `wait_idle` sleeps and before a worker
+/// pops it. Nothing runs afterwards, so the cancel itself must wake
+/// `wait_idle` (a review found it did not: `wait_idle` slept to its timeout,
+/// here a loom deadlock, although the pool was idle from the cancel on).
+#[test]
+fn cancel_of_a_due_head_wakes_wait_idle() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let pool = ScheduledThreadPool::builder()
+            .core_threads(1)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let h = pool.schedule(|| (), Duration::from_secs(10)).unwrap();
+        clock.advance(Duration::from_secs(10));
+        let canceller = thread::spawn(move || {
+            h.cancel();
+        });
+        assert!(pool.wait_idle(FOREVER));
+        canceller.join().unwrap();
+        assert!(pool.shutdown().await_termination(FOREVER));
+    });
+}
+
 // ===== completion vs waker =====
 
 /// A waker that records the wake-up and signals a loom condvar.
