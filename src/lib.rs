@@ -96,6 +96,7 @@ mod idle;
 pub mod internals;
 mod leader;
 mod periodic;
+mod periodic_task;
 mod pool;
 mod shared;
 mod slots;

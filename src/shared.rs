@@ -34,11 +34,11 @@ use std::time::Duration;
 
 use crate::clock::{Clock, ClockListener, Nanos};
 use crate::error::Rejected;
-use crate::hooks::{Hooks, TaskPanic};
+use crate::hooks::Hooks;
 use crate::leader::{Handoff, Leader, Waitable};
-use crate::stats::{LatenessHistogram, PoolStats};
+use crate::stats::LatenessHistogram;
 use crate::sync::{wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
-use crate::task::{Caught, EndOfRun, Header, Job};
+use crate::task::{EndOfRun, Header, Job};
 use crate::work_queue::{Entry, WorkQueue};
 
 pub(crate) const RUNNING: u8 = 0;
@@ -134,9 +134,9 @@ pub(crate) struct Shared {
     run_state: AtomicU8,
     next_seq: AtomicU64,
     pub(crate) lateness: LatenessHistogram,
-    panicked: AtomicU64,
+    pub(crate) panicked: AtomicU64,
     /// When the last starvation warning was logged (clock nanos).
-    last_starvation_warning: AtomicU64,
+    pub(crate) last_starvation_warning: AtomicU64,
 }
 
 impl Shared {
@@ -469,73 +469,6 @@ impl Shared {
     pub(crate) fn note_maybe_idle(&self, state: &State) {
         if state.active == 0 && state.idle_waiters > 0 {
             self.idle.notify_all();
-        }
-    }
-}
-
-impl Shared {
-    // ===== run reports =====
-
-    /// Reports a caught panic: `ERROR` event, counter, the pool's handler.
-    pub(crate) fn report_panic(&self, header: &Header, caught: Caught) {
-        tracing::error!(
-            target: "schedpool::task",
-            id = header.seq,
-            kind = header.kind.name(),
-            panic = %caught.message,
-            "task panicked"
-        );
-        self.panicked.fetch_add(1, Ordering::Relaxed);
-        let panic = TaskPanic::new(
-            header.seq,
-            header.kind.name(),
-            caught.message,
-            caught.payload,
-        );
-        self.config.hooks.panicked(panic);
-    }
-
-    /// Records a run's lateness; warns (at most once a second) when due
-    /// tasks waited longer than the starvation threshold for a worker.
-    pub(crate) fn record_lateness(&self, id: u64, late: Nanos, now: Nanos) {
-        self.lateness.record(late);
-        if late > crate::clock::delay_nanos(self.config.starvation_threshold) {
-            let last = self.last_starvation_warning.load(Ordering::Relaxed);
-            let second = 1_000_000_000;
-            if (last == 0 || now.saturating_sub(last) >= second)
-                && self
-                    .last_starvation_warning
-                    .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-            {
-                tracing::warn!(
-                    target: "schedpool::pool",
-                    id,
-                    lateness_us = late / 1_000,
-                    threshold_us = self.config.starvation_threshold.as_micros() as u64,
-                    "due tasks are waiting for a free worker (pool starvation)"
-                );
-            }
-        }
-    }
-
-    pub(crate) fn stats(&self) -> PoolStats {
-        let (queued, active, workers, accepted, completed) = {
-            let s = self.lock();
-            (s.queue.len(), s.active, s.workers, s.accepted, s.completed)
-        };
-        PoolStats {
-            queued,
-            active,
-            workers: if self.run_state() == TERMINATED {
-                0
-            } else {
-                workers
-            },
-            accepted,
-            completed,
-            panicked: self.panicked.load(Ordering::Relaxed),
-            lateness: self.lateness.snapshot(),
         }
     }
 }

@@ -34,7 +34,7 @@ use crate::clock::{Clock, Nanos};
 use crate::completion::Completion;
 use crate::error::{drop_quietly, panic_message, TaskError};
 use crate::heap::NOT_QUEUED;
-use crate::periodic::Control;
+use crate::periodic_task::Control;
 use crate::sync::{AtomicU32, AtomicU64, AtomicU8, Mutex, Ordering};
 
 pub(crate) const SCHEDULED: u8 = 0;
