@@ -12,11 +12,12 @@
 #   docs/img/*.svg                     charts (benches/charts.py, python3 stdlib only)
 #
 # usage: benches/compare.sh [-n RUNS] [--quick] [--only W1,W4,...] [--criterion]
-#                           [--no-jdk] [--no-charts]
+#                           [--no-jdk] [--no-charts] [--img DIR]
 #   -n RUNS       runs per scheduler (default 3)
 #   --quick       SCHEDPOOL_BENCH_QUICK=1: scaled-down smoke run (seconds); results go
 #                 to target/bench-results/quick/ and charts there too, not to docs/img
 #   --criterion   afterwards also run the criterion bench `peer_compare` (adds ~3–4 min)
+#   --img DIR     write the charts to DIR instead of docs/img
 # Honours CARGO_TARGET_DIR. Benchmarks mean something only on an otherwise idle
 # machine: the load average at start and end of every run is kept in runs/*.json.
 set -euo pipefail
@@ -27,6 +28,7 @@ ONLY=""
 CRITERION=0
 JDK=1
 CHARTS=1
+IMG_DIR=""
 while [ $# -gt 0 ]; do
     case "$1" in
         -n) RUNS="$2"; shift 2 ;;
@@ -35,7 +37,8 @@ while [ $# -gt 0 ]; do
         --criterion) CRITERION=1; shift ;;
         --no-jdk) JDK=0; shift ;;
         --no-charts) CHARTS=0; shift ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        --img) IMG_DIR="$2"; shift 2 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -53,6 +56,7 @@ else
     OUT="$ROOT/target/bench-results"
     IMG="$ROOT/docs/img"
 fi
+[ -n "$IMG_DIR" ] && IMG="$(mkdir -p "$IMG_DIR" && cd "$IMG_DIR" && pwd)"
 export SCHEDPOOL_BENCH_OUT="$OUT"
 rm -rf "$OUT/runs" "$OUT/raw"
 mkdir -p "$OUT/runs" "$OUT/raw"
