@@ -24,44 +24,9 @@ use common::*;
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
-use std::thread::{self, Thread};
+use std::thread;
 use std::time::{Duration, Instant};
-
-fn noop() {}
-
-struct Latch {
-    count: AtomicUsize,
-    target: usize,
-    waiter: Thread,
-}
-
-impl Latch {
-    fn leak(target: usize) -> &'static Latch {
-        Box::leak(Box::new(Latch {
-            count: AtomicUsize::new(0),
-            target,
-            waiter: thread::current(),
-        }))
-    }
-    #[inline]
-    fn hit(&self) {
-        if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.target {
-            self.waiter.unpark();
-        }
-    }
-    fn wait(&self) {
-        let start = Instant::now();
-        while self.count.load(Ordering::Acquire) < self.target {
-            assert!(
-                start.elapsed() < Duration::from_secs(120),
-                "tasks never ran"
-            );
-            thread::park_timeout(Duration::from_millis(20));
-        }
-    }
-}
 
 fn w1<P: BenchPool>(iters: u64, ds: &[Duration]) -> Duration {
     let mut total = Duration::ZERO;
@@ -104,7 +69,7 @@ fn w3<P: BenchPool>(iters: u64, n: usize) -> Duration {
         for _ in 0..n {
             pool.execute(move || latch.hit());
         }
-        latch.wait();
+        assert!(latch.wait(Duration::from_secs(120)), "tasks never ran");
         total += t.elapsed();
         pool.teardown();
     }
@@ -129,7 +94,7 @@ fn w7<P: BenchPool>(iters: u64, d0: &[Duration], d1: &[Duration]) -> Duration {
             }
             barrier.wait();
             let t = Instant::now();
-            latch.wait();
+            assert!(latch.wait(Duration::from_secs(120)), "tasks never ran");
             t.elapsed()
         });
         pool.teardown();

@@ -32,53 +32,13 @@ mod common;
 
 use common::*;
 use std::io::Write;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Barrier;
-use std::thread::{self, Thread};
+use std::thread;
 use std::time::{Duration, Instant};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
-
-fn noop() {}
-
-/// Counts completions; the one that reaches the target wakes the waiter.
-/// Leaked (`&'static`) so a task captures one pointer and touches no refcount.
-struct Latch {
-    count: AtomicUsize,
-    target: usize,
-    waiter: Thread,
-}
-
-impl Latch {
-    fn leak(target: usize) -> &'static Latch {
-        Box::leak(Box::new(Latch {
-            count: AtomicUsize::new(0),
-            target,
-            waiter: thread::current(),
-        }))
-    }
-
-    #[inline]
-    fn hit(&self) {
-        if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.target {
-            self.waiter.unpark();
-        }
-    }
-
-    /// Waits (parked) until every task ran; false on timeout.
-    fn wait(&self, timeout: Duration) -> bool {
-        let start = Instant::now();
-        while self.count.load(Ordering::Acquire) < self.target {
-            let el = start.elapsed();
-            if el >= timeout {
-                return false;
-            }
-            thread::park_timeout((timeout - el).min(Duration::from_millis(20)));
-        }
-        true
-    }
-}
 
 struct Args {
     imps: Vec<String>,

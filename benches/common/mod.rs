@@ -18,6 +18,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
+use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------
@@ -546,5 +547,46 @@ pub fn fmt_value(v: f64) -> String {
         format!("{:.1}", v)
     } else {
         format!("{:.3}", v)
+    }
+}
+
+/// The no-op task body of the workloads.
+pub fn noop() {}
+
+/// Counts completions; the one that reaches the target wakes the waiter.
+/// Leaked (`&'static`) so a task captures one pointer and touches no refcount.
+pub struct Latch {
+    count: AtomicUsize,
+    target: usize,
+    waiter: Thread,
+}
+
+impl Latch {
+    pub fn leak(target: usize) -> &'static Latch {
+        Box::leak(Box::new(Latch {
+            count: AtomicUsize::new(0),
+            target,
+            waiter: thread::current(),
+        }))
+    }
+
+    #[inline]
+    pub fn hit(&self) {
+        if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.target {
+            self.waiter.unpark();
+        }
+    }
+
+    /// Waits (parked) until every task ran; false on timeout.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while self.count.load(Ordering::Acquire) < self.target {
+            let el = start.elapsed();
+            if el >= timeout {
+                return false;
+            }
+            thread::park_timeout((timeout - el).min(Duration::from_millis(20)));
+        }
+        true
     }
 }
