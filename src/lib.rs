@@ -87,6 +87,7 @@ mod clock;
 mod completion;
 mod control;
 mod delay_queue;
+pub mod durable;
 mod error;
 mod handle;
 mod heap;

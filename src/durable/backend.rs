@@ -1,0 +1,339 @@
+//! The storage seam of the durable queue: one trait, the types that cross it,
+//! and the one error type of the durable API.
+//!
+//! Invariants every implementation keeps (the Redis scripts and the
+//! in-memory backend are checked against the same tests):
+//!
+//! - An item is in exactly one of *pending* (waiting for its due time),
+//!   *in flight* (leased to one holder until the lease expires), or *dead*
+//!   (retries exhausted), or it is gone (acked or cancelled).
+//! - Every `put` and every `claim` draws a fresh token from one counter per
+//!   queue, so tokens never repeat, and only the holder of an item's
+//!   current token can ack, nack, extend or reschedule it (fencing).
+//! - "Now" is the backend's clock only (Redis `TIME`, or the in-memory
+//!   backend's clock); a client's clock never decides whether an item is due.
+//! - An item is claimed only when now ≥ its due time, and an expired lease
+//!   returns the item at its stored due time, so a redelivery goes to the
+//!   front rather than behind the backlog.
+
+use std::fmt;
+use std::time::Duration;
+
+/// When an item becomes due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// This long after the backend's "now" at the moment the put lands.
+    After(Duration),
+    /// At this instant of the backend's clock, in milliseconds since the
+    /// Unix epoch (see [`DurableBackend::server_time_ms`]).
+    AtServerMs(u64),
+}
+
+/// How `put` treats an id that is already pending or in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PutMode {
+    /// Replace its payload and due time, and fence a current holder (its
+    /// ack is refused): the TTL-cache semantics.
+    #[default]
+    Replace,
+    /// Leave it untouched and report [`Put::Exists`].
+    IfAbsent,
+}
+
+/// What a `put` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    /// The id was new (or only dead-lettered); it is due at `deadline_ms`.
+    Inserted {
+        /// The due time, in the backend's milliseconds since the Unix epoch.
+        deadline_ms: u64,
+    },
+    /// The id was pending or in flight; it now has the new payload and due time.
+    Replaced {
+        /// The due time, in the backend's milliseconds since the Unix epoch.
+        deadline_ms: u64,
+    },
+    /// [`PutMode::IfAbsent`] found the id pending or in flight; nothing changed.
+    Exists,
+}
+
+impl Put {
+    /// The new due time, unless nothing was written.
+    pub fn deadline_ms(&self) -> Option<u64> {
+        match *self {
+            Put::Inserted { deadline_ms } | Put::Replaced { deadline_ms } => Some(deadline_ms),
+            Put::Exists => None,
+        }
+    }
+}
+
+/// Where a `nack` sends an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nack {
+    /// Back to pending, due this long after now (retry backoff; zero
+    /// releases it for another consumer at once).
+    Retry(Duration),
+    /// To the dead-letter set.
+    Dead,
+}
+
+/// The next occurrence of a durable periodic item, computed by the backend
+/// with its own clock when the current run is acked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeat {
+    /// The previous occurrence's scheduled time plus the period (Java's
+    /// fixed rate: a late run is followed by catch-up runs).
+    FixedRate(Duration),
+    /// Now plus the delay (Java's fixed delay).
+    FixedDelay(Duration),
+}
+
+/// One item handed out by [`DurableBackend::claim`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claimed {
+    /// The item's id.
+    pub id: String,
+    /// The fencing token of this claim.
+    pub token: u64,
+    /// How many times the item has been claimed, this claim included.
+    pub attempt: u32,
+    /// The occurrence's scheduled time (backend ms): kept across retries and
+    /// redeliveries.
+    pub deadline_ms: u64,
+    /// When this delivery became due (backend ms): the deadline, or a
+    /// retry's backoff end.
+    pub due_ms: u64,
+    /// The backend's clock at the claim (ms).
+    pub claimed_ms: u64,
+    /// The stored envelope (see `envelope.rs`).
+    pub envelope: Vec<u8>,
+}
+
+/// The answer of one [`DurableBackend::claim`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClaimBatch {
+    /// The items claimed, in due order.
+    pub items: Vec<Claimed>,
+    /// How long until the next item is due or the next lease expires;
+    /// `None` when nothing is pending or in flight.
+    pub wait: Option<Duration>,
+}
+
+/// What `cancel` found and removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cancelled {
+    /// It was pending: here is its envelope.
+    Pending(Vec<u8>),
+    /// It was in flight: removed, and its holder's ack will be refused.
+    InFlight,
+    /// It was dead-lettered: here is its envelope.
+    Dead(Vec<u8>),
+    /// No such id.
+    NotFound,
+}
+
+/// Item counts of one queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    /// Waiting for their due time (or due and not yet claimed).
+    pub pending: usize,
+    /// Leased to a holder.
+    pub in_flight: usize,
+    /// Dead-lettered.
+    pub dead: usize,
+}
+
+/// The storage of a durable queue.
+///
+/// Two implementations ship: [`MemoryBackend`](super::MemoryBackend) (always
+/// available; follows a [`ManualClock`](crate::ManualClock) for tests) and,
+/// with the `redis` feature, `RedisBackend`. A PostgreSQL backend can follow
+/// behind the same trait.
+///
+/// Every method is one atomic step on the store. `put`, `ack`, `nack`,
+/// `extend`, `cancel` and `ack_and_reschedule` are idempotent by (id, token)
+/// and may be retried after an ambiguous failure; `claim` must not be (its
+/// items come back after one lease instead).
+pub trait DurableBackend: Send + Sync + fmt::Debug + 'static {
+    /// Stores `envelope` under `id`, due `when`.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] when the store refuses (out of memory) or cannot be
+    /// reached within the configured timeout. Nothing is partly written.
+    fn put(
+        &self,
+        id: &str,
+        envelope: &[u8],
+        when: When,
+        mode: PutMode,
+    ) -> Result<Put, DurableError>;
+
+    /// Moves expired leases back to pending (or to the dead set once
+    /// `max_attempts` claims were made; 0 means no limit), then leases up to
+    /// `max` due items for `lease`, earliest first.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure; the caller must not retry the
+    /// same claim blindly.
+    fn claim(
+        &self,
+        lease: Duration,
+        max: usize,
+        max_attempts: u32,
+    ) -> Result<ClaimBatch, DurableError>;
+
+    /// Extends the leases of (id, token) pairs to now + `lease`; `false`
+    /// where the lease is lost (expired and reclaimed, cancelled, replaced).
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure.
+    fn extend(&self, leases: &[(&str, u64)], lease: Duration) -> Result<Vec<bool>, DurableError>;
+
+    /// Completes an item: `false` when `token` no longer holds it.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure.
+    fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError>;
+
+    /// Gives an item back (retry or dead-letter): `false` when `token` no
+    /// longer holds it.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure.
+    fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError>;
+
+    /// Atomically acks this occurrence and puts the same id back, due at the
+    /// next occurrence: `Some(next due ms)`, or `None` when `token` no longer
+    /// holds it.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure.
+    fn ack_and_reschedule(
+        &self,
+        id: &str,
+        token: u64,
+        repeat: Repeat,
+    ) -> Result<Option<u64>, DurableError>;
+
+    /// Removes an item wherever it is.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure.
+    fn cancel(&self, id: &str) -> Result<Cancelled, DurableError>;
+
+    /// Sleeps until a wake-up marker is set (a new earliest item, a chained
+    /// claim, a manual clock's advance), [`unblock`](Self::unblock) is
+    /// called, `due` of the backend's time passes (`None`: nothing is
+    /// pending), or `limit` of real time passes. Returns `true` when woken by
+    /// a marker. A backend on a manual clock ignores `due`: only an advance
+    /// (which sets the marker) can make anything due.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] when the store cannot be reached.
+    fn wait(&self, due: Option<Duration>, limit: Duration) -> Result<bool, DurableError>;
+
+    /// Interrupts a [`wait`](Self::wait) in progress (used by `close`).
+    fn unblock(&self);
+
+    /// The counts of pending, in-flight and dead items.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure.
+    fn counts(&self) -> Result<Counts, DurableError>;
+
+    /// The earliest pending due time (backend ms), if any.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure.
+    fn peek_deadline_ms(&self) -> Result<Option<u64>, DurableError>;
+
+    /// The backend's clock: milliseconds since the Unix epoch.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure.
+    fn server_time_ms(&self) -> Result<u64, DurableError>;
+
+    /// Up to `max` dead-lettered items: (id, envelope), oldest first.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure.
+    fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError>;
+}
+
+/// The error of every durable operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DurableError {
+    /// The store could not be reached or did not answer in time. The
+    /// operation may or may not have happened; the idempotent ones are safe
+    /// to repeat.
+    Unavailable(String),
+    /// The store refused the command (for instance Redis out of memory).
+    /// Nothing was written.
+    Refused(String),
+    /// This holder's lease is lost: the item was reclaimed after the lease
+    /// expired, cancelled or replaced. Its ack was refused.
+    LeaseLost,
+    /// A stored item or queue uses a format this version cannot read, or a
+    /// payload did not decode.
+    Format(String),
+    /// The server's configuration failed a check in strict mode (no AOF, an
+    /// evicting `maxmemory-policy`, a Redis older than 7.0), or an argument
+    /// was invalid.
+    Config(String),
+    /// The queue is closed.
+    Closed,
+}
+
+impl DurableError {
+    /// True for [`DurableError::Unavailable`].
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, DurableError::Unavailable(_))
+    }
+
+    /// True for [`DurableError::LeaseLost`].
+    pub fn is_lease_lost(&self) -> bool {
+        matches!(self, DurableError::LeaseLost)
+    }
+}
+
+impl fmt::Display for DurableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DurableError::Unavailable(why) => write!(f, "durable store unavailable: {why}"),
+            DurableError::Refused(why) => write!(f, "durable store refused the command: {why}"),
+            DurableError::LeaseLost => f.write_str("the lease on this item was lost"),
+            DurableError::Format(why) => write!(f, "unreadable durable data: {why}"),
+            DurableError::Config(why) => write!(f, "durable configuration: {why}"),
+            DurableError::Closed => f.write_str("the durable queue is closed"),
+        }
+    }
+}
+
+impl std::error::Error for DurableError {}
+
+/// Whole milliseconds of `d`, rounded up so that a deadline is never early.
+pub(crate) fn ceil_ms(d: Duration) -> u64 {
+    let ms = d.as_millis();
+    let ms = if d.subsec_nanos() % 1_000_000 != 0 {
+        ms + 1
+    } else {
+        ms
+    };
+    u64::try_from(ms).unwrap_or(u64::MAX).min(MAX_MS)
+}
+
+/// The largest delay or time the durable API stores, in ms (about 285,000
+/// years): keeps every score exact in an IEEE double (Redis zset scores).
+pub(crate) const MAX_MS: u64 = 1 << 53;

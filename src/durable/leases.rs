@@ -1,0 +1,237 @@
+//! The leases a process holds, and the heartbeat thread that keeps them.
+//!
+//! Invariants (under `State`'s lock):
+//!
+//! - `live` holds exactly the deliveries handed out and not yet settled
+//!   (acked, nacked, rescheduled, or dropped). Each is extended every
+//!   `lease / 3` by one batched call per lease length, so a live holder
+//!   keeps its item while it works, and a dead process's items come back
+//!   one lease after its last heartbeat.
+//! - A delivery dropped unsettled moves to `release`; the heartbeat thread
+//!   nacks it with no delay, so `Drop` never does network I/O and the item
+//!   goes back at once instead of after its lease.
+//! - The thread runs while `live` or `release` is non-empty, and lingers
+//!   one tick after, so a steady stream of deliveries does not respawn it.
+//! - A lease the store refuses to extend is marked lost for good; the
+//!   holder sees it through `Delivery::lease_lost`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::backend::{DurableBackend, Nack};
+
+/// One handed-out lease.
+#[derive(Debug)]
+pub(crate) struct LeaseCell {
+    pub(crate) id: String,
+    pub(crate) token: u64,
+    lost: AtomicBool,
+    /// The lease length heartbeats renew to, in ms (a holder's `extend`
+    /// can change it).
+    lease_ms: std::sync::atomic::AtomicU64,
+}
+
+impl LeaseCell {
+    pub(crate) fn lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn mark_lost(&self) {
+        self.lost.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn set_lease(&self, lease: Duration) {
+        self.lease_ms
+            .store(super::backend::ceil_ms(lease), Ordering::Relaxed);
+    }
+}
+
+pub(crate) struct Leases {
+    backend: Arc<dyn DurableBackend>,
+    lease: Duration,
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    live: HashMap<u64, Arc<LeaseCell>>,
+    next_key: u64,
+    release: Vec<Arc<LeaseCell>>,
+    running: bool,
+}
+
+/// A registered lease: settle it with [`Leases::settle`] or
+/// [`Leases::release`].
+#[derive(Debug)]
+pub(crate) struct LeaseRef {
+    key: u64,
+    pub(crate) cell: Arc<LeaseCell>,
+}
+
+impl Leases {
+    pub(crate) fn new(backend: Arc<dyn DurableBackend>, lease: Duration) -> Arc<Self> {
+        Arc::new(Leases {
+            backend,
+            lease,
+            state: Mutex::new(State::default()),
+            cv: Condvar::new(),
+        })
+    }
+
+    pub(crate) fn backend(&self) -> &Arc<dyn DurableBackend> {
+        &self.backend
+    }
+
+    /// Starts heartbeating (id, token).
+    pub(crate) fn register(self: &Arc<Self>, id: String, token: u64) -> LeaseRef {
+        let cell = Arc::new(LeaseCell {
+            id,
+            token,
+            lost: AtomicBool::new(false),
+            lease_ms: std::sync::atomic::AtomicU64::new(super::backend::ceil_ms(self.lease)),
+        });
+        let mut s = self.state.lock();
+        s.next_key += 1;
+        let key = s.next_key;
+        s.live.insert(key, cell.clone());
+        self.ensure_thread(&mut s);
+        LeaseRef { key, cell }
+    }
+
+    /// Stops heartbeating: the holder acked, nacked or rescheduled.
+    pub(crate) fn settle(&self, lease: &LeaseRef) {
+        self.state.lock().live.remove(&lease.key);
+    }
+
+    /// Stops heartbeating and gives the item back at once, from the
+    /// heartbeat thread (no I/O on the caller's thread).
+    pub(crate) fn release(self: &Arc<Self>, lease: &LeaseRef) {
+        let mut s = self.state.lock();
+        if let Some(cell) = s.live.remove(&lease.key) {
+            s.release.push(cell);
+            self.ensure_thread(&mut s);
+            self.cv.notify_one();
+        }
+    }
+
+    /// Gives back an item that was claimed but never handed out.
+    pub(crate) fn release_unregistered(self: &Arc<Self>, id: String, token: u64) {
+        let lease = self.register(id, token);
+        self.release(&lease);
+    }
+
+    /// How many leases are live (handed out, unsettled).
+    pub(crate) fn live(&self) -> usize {
+        self.state.lock().live.len()
+    }
+
+    fn ensure_thread(self: &Arc<Self>, s: &mut State) {
+        if s.running {
+            return;
+        }
+        let me = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("schedpool-heartbeat".into())
+            .spawn(move || me.run());
+        match spawned {
+            Ok(_) => s.running = true,
+            // Without the thread, leases expire and the items come back to
+            // another consumer: late, never lost. Say so.
+            Err(err) => tracing::error!(
+                target: "schedpool::durable",
+                error = %err,
+                "could not start the heartbeat thread; leases will not be extended"
+            ),
+        }
+    }
+
+    fn run(self: Arc<Self>) {
+        let tick = (self.lease / 3).max(Duration::from_millis(1));
+        let mut next_tick = Instant::now() + tick;
+        let mut idle_ticks = 0;
+        let mut s = self.state.lock();
+        loop {
+            if !s.release.is_empty() {
+                let release = std::mem::take(&mut s.release);
+                drop(s);
+                for cell in release {
+                    let res = self
+                        .backend
+                        .nack(&cell.id, cell.token, Nack::Retry(Duration::ZERO));
+                    if let Err(err) = res {
+                        tracing::warn!(
+                            target: "schedpool::durable",
+                            id = %cell.id,
+                            error = %err,
+                            "could not release an item; it returns when its lease expires"
+                        );
+                    }
+                }
+                s = self.state.lock();
+                continue;
+            }
+            if Instant::now() < next_tick {
+                self.cv.wait_until(&mut s, next_tick);
+                continue;
+            }
+            next_tick = Instant::now() + tick;
+            if s.live.is_empty() {
+                idle_ticks += 1;
+                if idle_ticks > 1 {
+                    s.running = false;
+                    return;
+                }
+                continue;
+            }
+            idle_ticks = 0;
+            let cells: Vec<Arc<LeaseCell>> = s.live.values().cloned().collect();
+            drop(s);
+            self.beat(&cells);
+            s = self.state.lock();
+        }
+    }
+
+    /// Extends every live lease: one call per distinct lease length.
+    fn beat(&self, cells: &[Arc<LeaseCell>]) {
+        let mut by_lease: HashMap<u64, Vec<&Arc<LeaseCell>>> = HashMap::new();
+        for cell in cells.iter().filter(|c| !c.lost()) {
+            by_lease
+                .entry(cell.lease_ms.load(Ordering::Relaxed))
+                .or_default()
+                .push(cell);
+        }
+        for (ms, group) in by_lease {
+            let pairs: Vec<(&str, u64)> = group.iter().map(|c| (c.id.as_str(), c.token)).collect();
+            match self.backend.extend(&pairs, Duration::from_millis(ms)) {
+                Ok(held) => {
+                    for (cell, held) in group.iter().zip(held) {
+                        if !held {
+                            cell.mark_lost();
+                        }
+                    }
+                }
+                Err(err) => tracing::warn!(
+                    target: "schedpool::durable",
+                    error = %err,
+                    leases = group.len(),
+                    "heartbeat failed; retrying next tick"
+                ),
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Leases {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Leases")
+            .field("lease", &self.lease)
+            .field("live", &self.live())
+            .finish()
+    }
+}

@@ -1,0 +1,461 @@
+//! The in-memory backend: the Redis design's semantics in one process, on
+//! the real clock or a [`ManualClock`], so users can test "the order closes
+//! after 30 minutes" instantly and without a server.
+//!
+//! Invariants (under `State`'s lock):
+//!
+//! - Every id in `items` is in exactly one of `due`, `lease`, `dead`, under
+//!   the score its `Item::place` records; no other ids are in those sets.
+//! - `tokens` only grows; every put and claim takes the next value.
+//! - `marker` is the Redis `wake` key: set by a put that makes a new head,
+//!   by a claim that filled its batch with more due, and by a manual clock's
+//!   advance; consumed by one `wait`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::backend::{
+    ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,
+    PutMode, Repeat, When, MAX_MS,
+};
+use crate::clock::{Clock, ClockListener};
+use crate::ManualClock;
+
+/// A [`DurableBackend`] in this process's memory.
+///
+/// It keeps nothing across a restart: it is for tests and for trying the
+/// durable API. With [`MemoryBackend::with_clock`] it follows a
+/// [`ManualClock`]: `advance` makes items due and leases expire, and wakes
+/// waiting consumers.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::ManualClock;
+/// use schedpool::durable::{DurableQueue, MemoryBackend};
+///
+/// let clock = ManualClock::new();
+/// let queue: DurableQueue<String> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+/// queue.put("order-42", &"close".to_string(), Duration::from_secs(30 * 60))?;
+/// assert!(queue.poll()?.is_none());
+/// clock.advance(Duration::from_secs(30 * 60));
+/// let delivery = queue.poll()?.expect("due now");
+/// assert_eq!(delivery.id(), "order-42");
+/// delivery.ack()?;
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
+#[derive(Clone)]
+pub struct MemoryBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    clock: Clock,
+    /// The backend time (Unix ms) at which a manual clock's elapsed is 0.
+    base_ms: u64,
+    state: Mutex<State>,
+    woken: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    items: HashMap<String, Item>,
+    due: BTreeSet<(u64, String)>,
+    lease: BTreeSet<(u64, String)>,
+    dead: BTreeSet<(u64, String)>,
+    tokens: u64,
+    marker: bool,
+    unblocked: bool,
+}
+
+struct Item {
+    envelope: Vec<u8>,
+    token: u64,
+    attempts: u32,
+    deadline: u64,
+    due: u64,
+    place: Place,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Due(u64),
+    Lease(u64),
+    Dead(u64),
+}
+
+impl State {
+    fn set(&mut self, id: &str, place: Place) {
+        let item = self.items.get_mut(id).expect("placed ids are stored");
+        let old = std::mem::replace(&mut item.place, place);
+        let key = |score: u64| (score, id.to_string());
+        match old {
+            Place::Due(s) => self.due.remove(&key(s)),
+            Place::Lease(s) => self.lease.remove(&key(s)),
+            Place::Dead(s) => self.dead.remove(&key(s)),
+        };
+        match place {
+            Place::Due(s) => self.due.insert(key(s)),
+            Place::Lease(s) => self.lease.insert(key(s)),
+            Place::Dead(s) => self.dead.insert(key(s)),
+        };
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Item> {
+        let item = self.items.remove(id)?;
+        let key = |score: u64| (score, id.to_string());
+        match item.place {
+            Place::Due(s) => self.due.remove(&key(s)),
+            Place::Lease(s) => self.lease.remove(&key(s)),
+            Place::Dead(s) => self.dead.remove(&key(s)),
+        };
+        Some(item)
+    }
+
+    /// Sets the marker when `id` is now the earliest pending item.
+    fn wake_if_head(&mut self, id: &str) -> bool {
+        let head = self.due.first().is_some_and(|(_, h)| h == id);
+        self.marker |= head;
+        head
+    }
+
+    fn holds(&self, id: &str, token: u64) -> bool {
+        self.items
+            .get(id)
+            .is_some_and(|i| i.token == token && matches!(i.place, Place::Lease(_)))
+    }
+
+    fn next_token(&mut self) -> u64 {
+        self.tokens += 1;
+        self.tokens
+    }
+}
+
+impl MemoryBackend {
+    /// A backend on the real clock (`SystemTime`, in ms).
+    pub fn new() -> Self {
+        Self::build(Clock::Real)
+    }
+
+    /// A backend whose time is `clock`'s: nothing becomes due and no lease
+    /// expires until `clock.advance`.
+    pub fn with_clock(clock: ManualClock) -> Self {
+        Self::build(Clock::Manual(clock))
+    }
+
+    fn build(clock: Clock) -> Self {
+        let inner = Arc::new(Inner {
+            clock: clock.clone(),
+            base_ms: unix_ms(),
+            state: Mutex::new(State::default()),
+            woken: Condvar::new(),
+        });
+        let listener: Weak<dyn ClockListener> = Arc::downgrade(&inner) as Weak<dyn ClockListener>;
+        clock.subscribe(listener);
+        MemoryBackend { inner }
+    }
+
+    fn now(&self) -> u64 {
+        match &self.inner.clock {
+            Clock::Manual(m) => self.inner.base_ms + m.elapsed().as_millis() as u64,
+            Clock::Real => unix_ms(),
+        }
+    }
+
+    fn lock(&self) -> (parking_lot::MutexGuard<'_, State>, u64) {
+        // Read the time under the lock, so operations are ordered by it.
+        let state = self.inner.state.lock();
+        let now = self.now();
+        (state, now)
+    }
+}
+
+impl Default for MemoryBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for MemoryBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryBackend")
+            .field("clock", &self.inner.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClockListener for Inner {
+    fn clock_advanced(&self) {
+        self.state.lock().marker = true;
+        self.woken.notify_all();
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64
+}
+
+impl DurableBackend for MemoryBackend {
+    fn put(
+        &self,
+        id: &str,
+        envelope: &[u8],
+        when: When,
+        mode: PutMode,
+    ) -> Result<Put, DurableError> {
+        let (mut s, now) = self.lock();
+        let live = s
+            .items
+            .get(id)
+            .is_some_and(|i| !matches!(i.place, Place::Dead(_)));
+        if live && mode == PutMode::IfAbsent {
+            return Ok(Put::Exists);
+        }
+        let deadline = match when {
+            When::After(d) => now.saturating_add(ceil_ms(d)).min(MAX_MS),
+            When::AtServerMs(at) => at.min(MAX_MS),
+        };
+        let token = s.next_token();
+        let old = s.items.insert(
+            id.to_string(),
+            Item {
+                envelope: envelope.to_vec(),
+                token,
+                attempts: 0,
+                deadline,
+                due: deadline,
+                place: Place::Due(deadline),
+            },
+        );
+        match old {
+            Some(old) => {
+                // Take the old entry out of its set as the new one is filed.
+                s.items.get_mut(id).expect("just inserted").place = old.place;
+                s.set(id, Place::Due(deadline));
+            }
+            None => {
+                s.due.insert((deadline, id.to_string()));
+            }
+        }
+        if s.wake_if_head(id) {
+            self.inner.woken.notify_one();
+        }
+        Ok(if live {
+            Put::Replaced {
+                deadline_ms: deadline,
+            }
+        } else {
+            Put::Inserted {
+                deadline_ms: deadline,
+            }
+        })
+    }
+
+    fn claim(
+        &self,
+        lease: Duration,
+        max: usize,
+        max_attempts: u32,
+    ) -> Result<ClaimBatch, DurableError> {
+        let (mut s, now) = self.lock();
+        let expired: Vec<String> = s
+            .lease
+            .iter()
+            .take_while(|(score, _)| *score <= now)
+            .take(100)
+            .map(|(_, id)| id.clone())
+            .collect();
+        for id in expired {
+            let item = &s.items[&id];
+            let place = if max_attempts > 0 && item.attempts >= max_attempts {
+                Place::Dead(now)
+            } else {
+                Place::Due(item.due)
+            };
+            s.set(&id, place);
+        }
+        let due: Vec<String> = s
+            .due
+            .iter()
+            .take_while(|(score, _)| *score <= now)
+            .take(max)
+            .map(|(_, id)| id.clone())
+            .collect();
+        let mut items = Vec::with_capacity(due.len());
+        let expiry = now.saturating_add(ceil_ms(lease));
+        for id in due {
+            let token = s.next_token();
+            let item = s.items.get_mut(&id).expect("due ids are stored");
+            item.token = token;
+            item.attempts += 1;
+            items.push(Claimed {
+                id: id.clone(),
+                token,
+                attempt: item.attempts,
+                deadline_ms: item.deadline,
+                due_ms: item.due,
+                claimed_ms: now,
+                envelope: item.envelope.clone(),
+            });
+            s.set(&id, Place::Lease(expiry));
+        }
+        let next = [s.due.first(), s.lease.first()]
+            .into_iter()
+            .flatten()
+            .map(|(score, _)| *score)
+            .min();
+        let wait = next.map(|at| Duration::from_millis(at.saturating_sub(now)));
+        if max > 0 && items.len() == max && wait == Some(Duration::ZERO) {
+            s.marker = true;
+            self.inner.woken.notify_one();
+        }
+        Ok(ClaimBatch { items, wait })
+    }
+
+    fn extend(&self, leases: &[(&str, u64)], lease: Duration) -> Result<Vec<bool>, DurableError> {
+        let (mut s, now) = self.lock();
+        let expiry = now.saturating_add(ceil_ms(lease));
+        Ok(leases
+            .iter()
+            .map(|&(id, token)| {
+                let held = s.holds(id, token);
+                if held {
+                    s.set(id, Place::Lease(expiry));
+                }
+                held
+            })
+            .collect())
+    }
+
+    fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError> {
+        let (mut s, _) = self.lock();
+        let held = s.holds(id, token);
+        if held {
+            s.remove(id);
+        }
+        Ok(held)
+    }
+
+    fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError> {
+        let (mut s, now) = self.lock();
+        if !s.holds(id, token) {
+            return Ok(false);
+        }
+        match to {
+            Nack::Dead => s.set(id, Place::Dead(now)),
+            Nack::Retry(delay) => {
+                let at = now.saturating_add(ceil_ms(delay)).min(MAX_MS);
+                s.items.get_mut(id).expect("held").due = at;
+                s.set(id, Place::Due(at));
+                if s.wake_if_head(id) {
+                    self.inner.woken.notify_one();
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn ack_and_reschedule(
+        &self,
+        id: &str,
+        token: u64,
+        repeat: Repeat,
+    ) -> Result<Option<u64>, DurableError> {
+        let (mut s, now) = self.lock();
+        if !s.holds(id, token) {
+            return Ok(None);
+        }
+        let token = s.next_token();
+        let item = s.items.get_mut(id).expect("held");
+        let next = match repeat {
+            Repeat::FixedRate(p) => item.deadline.saturating_add(ceil_ms(p)),
+            Repeat::FixedDelay(d) => now.saturating_add(ceil_ms(d)),
+        }
+        .min(MAX_MS);
+        item.token = token;
+        item.attempts = 0;
+        item.deadline = next;
+        item.due = next;
+        s.set(id, Place::Due(next));
+        if s.wake_if_head(id) {
+            self.inner.woken.notify_one();
+        }
+        Ok(Some(next))
+    }
+
+    fn cancel(&self, id: &str) -> Result<Cancelled, DurableError> {
+        let (mut s, _) = self.lock();
+        Ok(match s.remove(id) {
+            None => Cancelled::NotFound,
+            Some(item) => match item.place {
+                Place::Due(_) => Cancelled::Pending(item.envelope),
+                Place::Lease(_) => Cancelled::InFlight,
+                Place::Dead(_) => Cancelled::Dead(item.envelope),
+            },
+        })
+    }
+
+    fn wait(&self, due: Option<Duration>, limit: Duration) -> Result<bool, DurableError> {
+        let real_wait = match (&self.inner.clock, due) {
+            (Clock::Real, Some(due)) => due.min(limit),
+            _ => limit,
+        };
+        let until = Instant::now().checked_add(real_wait);
+        let mut s = self.inner.state.lock();
+        loop {
+            if std::mem::take(&mut s.marker) {
+                return Ok(true);
+            }
+            if std::mem::take(&mut s.unblocked) {
+                return Ok(false);
+            }
+            match until {
+                Some(until) => {
+                    if self.inner.woken.wait_until(&mut s, until).timed_out() {
+                        return Ok(false);
+                    }
+                }
+                None => self.inner.woken.wait(&mut s),
+            }
+        }
+    }
+
+    fn unblock(&self) {
+        self.inner.state.lock().unblocked = true;
+        self.inner.woken.notify_all();
+    }
+
+    fn counts(&self) -> Result<Counts, DurableError> {
+        let s = self.inner.state.lock();
+        Ok(Counts {
+            pending: s.due.len(),
+            in_flight: s.lease.len(),
+            dead: s.dead.len(),
+        })
+    }
+
+    fn peek_deadline_ms(&self) -> Result<Option<u64>, DurableError> {
+        Ok(self.inner.state.lock().due.first().map(|(score, _)| *score))
+    }
+
+    fn server_time_ms(&self) -> Result<u64, DurableError> {
+        Ok(self.now())
+    }
+
+    fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError> {
+        let s = self.inner.state.lock();
+        Ok(s.dead
+            .iter()
+            .take(max)
+            .map(|(_, id)| (id.clone(), s.items[id].envelope.clone()))
+            .collect())
+    }
+}

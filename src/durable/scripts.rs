@@ -1,0 +1,236 @@
+//! The Lua scripts of the Redis backend: each is one atomic step.
+//!
+//! KEYS, in this order, for every script (one hash tag, so one Cluster slot):
+//! 1 `due` (zset id → due ms), 2 `lease` (zset id → lease expiry ms),
+//! 3 `data` (hash id → envelope), 4 `meta` (hash id → "token:attempts:deadline:due"),
+//! 5 `wake` (zset, one member: the wake-up marker), 6 `dead` (zset id → ms
+//! moved), 7 `cfg` (hash: format version, token counter).
+//!
+//! Invariants the scripts keep:
+//! - An id is in at most one of `due`, `lease`, `dead`; it has `data` and
+//!   `meta` exactly while it is in one of them.
+//! - Tokens come from `HINCRBY cfg token 1`: they never repeat in a queue.
+//! - "Now" is `TIME` (scripts replicate as effects since Redis 5).
+//! - Every loop is bounded: reclaim ≤ 100 leases, claim ≤ ARGV max.
+//! - `PUT` has no `allow-oom` flag, so Redis refuses it up front when out
+//!   of memory (nothing partly written); the others only rewrite or delete
+//!   and carry `allow-oom`, so consumers can drain a full server.
+
+/// Shared Lua helpers, prepended to each script after its shebang line.
+const PRELUDE: &str = r#"
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function fmt(n) return string.format('%d', n) end
+local function parse(m)
+  local tok, att, dl, due = string.match(m, '^(%d+):(%d+):(%d+):(%d+)$')
+  return tonumber(tok), tonumber(att), tonumber(dl), tonumber(due)
+end
+local function pack(tok, att, dl, due)
+  return fmt(tok) .. ':' .. fmt(att) .. ':' .. fmt(dl) .. ':' .. fmt(due)
+end
+local function wake_if_head(id, score)
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+  if head[1] == id then redis.call('ZADD', KEYS[5], score, 'w') end
+end
+local function holds(id, token)
+  local m = redis.call('HGET', KEYS[4], id)
+  if not m then return nil end
+  local tok, att, dl, due = parse(m)
+  if tok ~= tonumber(token) then return nil end
+  if not redis.call('ZSCORE', KEYS[2], id) then return nil end
+  return {tok, att, dl, due}
+end
+"#;
+
+fn script(flags: &str, body: &str) -> String {
+    format!("#!lua{flags}\n{PRELUDE}\n{body}")
+}
+
+/// ARGV: id, mode ("replace" | "if_absent"), when ("after" | "at"), ms, envelope.
+/// Returns {status, deadline}: status 1 inserted, 2 replaced, 0 exists.
+pub(crate) fn put() -> String {
+    script(
+        "",
+        r#"
+local id = ARGV[1]
+local live = redis.call('ZSCORE', KEYS[1], id) or redis.call('ZSCORE', KEYS[2], id)
+if live and ARGV[2] == 'if_absent' then return {0, 0} end
+local now = now_ms()
+local deadline
+if ARGV[3] == 'at' then deadline = tonumber(ARGV[4]) else deadline = now + tonumber(ARGV[4]) end
+local token = redis.call('HINCRBY', KEYS[7], 'token', 1)
+redis.call('HSET', KEYS[3], id, ARGV[5])
+redis.call('HSET', KEYS[4], id, pack(token, 0, deadline, deadline))
+redis.call('ZREM', KEYS[2], id)
+redis.call('ZREM', KEYS[6], id)
+redis.call('ZADD', KEYS[1], deadline, id)
+wake_if_head(id, deadline)
+if live then return {2, deadline} else return {1, deadline} end
+"#,
+    )
+}
+
+/// ARGV: lease ms, max, max_attempts (0: no limit).
+/// Returns {now, wait (-1: empty), id1, token1, attempt1, deadline1, due1, envelope1, ...}.
+pub(crate) fn claim() -> String {
+    script(
+        " flags=allow-oom",
+        r#"
+local now = now_ms()
+local lease = tonumber(ARGV[1])
+local max = tonumber(ARGV[2])
+local max_att = tonumber(ARGV[3])
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 100)
+for _, id in ipairs(expired) do
+  redis.call('ZREM', KEYS[2], id)
+  local m = redis.call('HGET', KEYS[4], id)
+  if m then
+    local tok, att, dl, due = parse(m)
+    if max_att > 0 and att >= max_att then
+      redis.call('ZADD', KEYS[6], now, id)
+    else
+      redis.call('ZADD', KEYS[1], due, id)
+    end
+  end
+end
+local out = {now, -1}
+if max > 0 then
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max)
+  for _, id in ipairs(ids) do
+    redis.call('ZREM', KEYS[1], id)
+    local m = redis.call('HGET', KEYS[4], id)
+    local data = redis.call('HGET', KEYS[3], id)
+    if m and data then
+      local tok, att, dl, due = parse(m)
+      local token = redis.call('HINCRBY', KEYS[7], 'token', 1)
+      att = att + 1
+      redis.call('HSET', KEYS[4], id, pack(token, att, dl, due))
+      redis.call('ZADD', KEYS[2], now + lease, id)
+      local n = #out
+      out[n + 1] = id
+      out[n + 2] = token
+      out[n + 3] = att
+      out[n + 4] = dl
+      out[n + 5] = due
+      out[n + 6] = data
+    end
+  end
+end
+local next_at = nil
+local d = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if d[2] then next_at = tonumber(d[2]) end
+local l = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if l[2] and (next_at == nil or tonumber(l[2]) < next_at) then next_at = tonumber(l[2]) end
+if next_at ~= nil then
+  local wait = next_at - now
+  if wait < 0 then wait = 0 end
+  out[2] = wait
+  if max > 0 and (#out - 2) / 6 == max and wait == 0 then
+    redis.call('ZADD', KEYS[5], 0, 'w')
+  end
+end
+return out
+"#,
+    )
+}
+
+/// ARGV: lease ms, id1, token1, id2, token2, ... Returns {1|0, ...}.
+pub(crate) fn extend() -> String {
+    script(
+        " flags=allow-oom",
+        r#"
+local now = now_ms()
+local out = {}
+for i = 2, #ARGV, 2 do
+  if holds(ARGV[i], ARGV[i + 1]) then
+    redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[1]), ARGV[i])
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+end
+return out
+"#,
+    )
+}
+
+/// ARGV: id, token. Returns 1 when acked, 0 when the token no longer holds it.
+pub(crate) fn ack() -> String {
+    script(
+        " flags=allow-oom",
+        r#"
+local id = ARGV[1]
+if not holds(id, ARGV[2]) then return 0 end
+redis.call('ZREM', KEYS[2], id)
+redis.call('HDEL', KEYS[3], id)
+redis.call('HDEL', KEYS[4], id)
+return 1
+"#,
+    )
+}
+
+/// ARGV: id, token, "retry" | "dead", delay ms. Returns 1 or 0 (not held).
+pub(crate) fn nack() -> String {
+    script(
+        " flags=allow-oom",
+        r#"
+local id = ARGV[1]
+local h = holds(id, ARGV[2])
+if not h then return 0 end
+local now = now_ms()
+redis.call('ZREM', KEYS[2], id)
+if ARGV[3] == 'dead' then
+  redis.call('ZADD', KEYS[6], now, id)
+else
+  local at = now + tonumber(ARGV[4])
+  redis.call('HSET', KEYS[4], id, pack(h[1], h[2], h[3], at))
+  redis.call('ZADD', KEYS[1], at, id)
+  wake_if_head(id, at)
+end
+return 1
+"#,
+    )
+}
+
+/// ARGV: id, token, "rate" | "delay", period ms. Returns the next due ms, or -1.
+pub(crate) fn ack_and_reschedule() -> String {
+    script(
+        " flags=allow-oom",
+        r#"
+local id = ARGV[1]
+local h = holds(id, ARGV[2])
+if not h then return -1 end
+local now = now_ms()
+local nxt
+if ARGV[3] == 'rate' then nxt = h[3] + tonumber(ARGV[4]) else nxt = now + tonumber(ARGV[4]) end
+local token = redis.call('HINCRBY', KEYS[7], 'token', 1)
+redis.call('HSET', KEYS[4], id, pack(token, 0, nxt, nxt))
+redis.call('ZREM', KEYS[2], id)
+redis.call('ZADD', KEYS[1], nxt, id)
+wake_if_head(id, nxt)
+return nxt
+"#,
+    )
+}
+
+/// ARGV: id. Returns {1, envelope} pending, {2} in flight, {3, envelope} dead, {0} not found.
+pub(crate) fn cancel() -> String {
+    script(
+        " flags=allow-oom",
+        r#"
+local id = ARGV[1]
+local status = 0
+if redis.call('ZREM', KEYS[1], id) == 1 then status = 1
+elseif redis.call('ZREM', KEYS[2], id) == 1 then status = 2
+elseif redis.call('ZREM', KEYS[6], id) == 1 then status = 3 end
+if status == 0 then return {0} end
+local data = redis.call('HGET', KEYS[3], id)
+redis.call('HDEL', KEYS[3], id)
+redis.call('HDEL', KEYS[4], id)
+if status == 2 then return {2} end
+return {status, data or ''}
+"#,
+    )
+}

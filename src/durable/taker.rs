@@ -1,0 +1,222 @@
+//! Taking from a durable backend: the in-process leader/follower.
+//!
+//! Exactly one taking thread (the local leader) talks to the backend while
+//! the local buffer is empty; the other takers wait untimed on the local
+//! condvar (or until their own deadline). The leader claims as many items
+//! as there are takers (never more: a buffered lease burns its time), hands
+//! them over through the buffer, and when nothing is due sleeps in
+//! [`DurableBackend::wait`] for the backend's wait hint, capped by
+//! `max_block` so a lost wake-up costs at most that.
+//!
+//! Invariants (under `Local`'s lock):
+//!
+//! - `leader` is true while one taker is inside a claim, a backend wait or
+//!   an error backoff; whoever clears it notifies, so a waiting follower
+//!   takes over (the drop guard of the in-process design, done inline).
+//! - `buffer` holds claimed items not yet handed out; once `closed` it is
+//!   released back to the store (nack with no delay) rather than served.
+//! - A claim is never repeated after an error: the next attempt is a new
+//!   claim after a backoff, so a lost reply costs one lease, never a
+//!   duplicate hand-out inside it.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use super::backend::{Claimed, DurableBackend, DurableError};
+use super::leases::Leases;
+use super::queue::QueueOptions;
+
+pub(crate) struct Taker {
+    pub(crate) opts: QueueOptions,
+    pub(crate) leases: Arc<Leases>,
+    local: Mutex<Local>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct Local {
+    buffer: VecDeque<Claimed>,
+    leader: bool,
+    takers: usize,
+    closed: bool,
+}
+
+/// How a leader's turn ended.
+enum Turn {
+    Claimed(Vec<Claimed>),
+    Waited,
+    Failed(DurableError),
+}
+
+impl Taker {
+    pub(crate) fn new(backend: Arc<dyn DurableBackend>, opts: QueueOptions) -> Self {
+        Taker {
+            leases: Leases::new(backend, opts.lease),
+            opts,
+            local: Mutex::new(Local::default()),
+            cv: Condvar::new(),
+        }
+    }
+
+    pub(crate) fn backend(&self) -> &Arc<dyn DurableBackend> {
+        self.leases.backend()
+    }
+
+    /// Takes one due item: waits until one is claimed, the queue closes
+    /// (`Ok(None)`), or `limit` passes (`Ok(None)`, or the last error when
+    /// the store was failing). `limit` of `Some(now)` is one claim attempt.
+    pub(crate) fn take(&self, limit: Option<Instant>) -> Result<Option<Claimed>, DurableError> {
+        let mut local = self.local.lock();
+        local.takers += 1;
+        let mut backoff = Duration::from_millis(50);
+        let mut last_err = None;
+        let mut tried = false;
+        let out = loop {
+            if local.closed {
+                self.release_buffer(&mut local);
+                break Ok(None);
+            }
+            if let Some(item) = local.buffer.pop_front() {
+                break Ok(Some(item));
+            }
+            let now = Instant::now();
+            if tried && limit.is_some_and(|l| now >= l) {
+                break last_err.map_or(Ok(None), Err);
+            }
+            if local.leader {
+                match limit {
+                    Some(l) => {
+                        self.cv.wait_until(&mut local, l);
+                        // A one-shot poll that found a leader at work counts
+                        // as tried: it does not wait for the leader's turn.
+                        tried = true;
+                    }
+                    None => self.cv.wait(&mut local),
+                }
+                continue;
+            }
+            local.leader = true;
+            let want = local.takers;
+            let turn = MutexGuard::unlocked(&mut local, || self.lead(want, limit));
+            tried = true;
+            match turn {
+                Turn::Claimed(items) => {
+                    last_err = None;
+                    backoff = Duration::from_millis(50);
+                    local.buffer.extend(items);
+                }
+                Turn::Waited => last_err = None,
+                Turn::Failed(err) => {
+                    tracing::warn!(
+                        target: "schedpool::durable",
+                        error = %err,
+                        retry_in_ms = backoff.as_millis() as u64,
+                        "claim failed; backing off"
+                    );
+                    last_err = Some(err);
+                    // Back off as leader (followers keep waiting), waking
+                    // early only for close.
+                    let mut until = Instant::now() + backoff;
+                    if let Some(l) = limit {
+                        until = until.min(l);
+                    }
+                    while !local.closed && Instant::now() < until {
+                        self.cv.wait_until(&mut local, until);
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+            }
+            local.leader = false;
+            if local.buffer.len() > 1 {
+                self.cv.notify_all();
+            } else {
+                self.cv.notify_one();
+            }
+        };
+        local.takers -= 1;
+        if !local.leader && local.takers > 0 {
+            // Leaving with a follower still waiting: make sure it leads.
+            self.cv.notify_one();
+        }
+        out
+    }
+
+    /// One leader turn, without the local lock: claim, or sleep until the
+    /// store says something may be due.
+    fn lead(&self, want: usize, limit: Option<Instant>) -> Turn {
+        let backend = self.backend();
+        let batch = match backend.claim(self.opts.lease, want.max(1), self.opts.max_attempts) {
+            Ok(batch) => batch,
+            Err(err) => return Turn::Failed(err),
+        };
+        if !batch.items.is_empty() {
+            return Turn::Claimed(batch.items);
+        }
+        let mut block = self.opts.max_block;
+        if let Some(l) = limit {
+            block = block.min(l.saturating_duration_since(Instant::now()));
+        }
+        if block.is_zero() {
+            return Turn::Waited;
+        }
+        // At least 1 ms: the store's clock has ms resolution.
+        let due = batch.wait.map(|w| w.max(Duration::from_millis(1)));
+        match backend.wait(due, block.max(Duration::from_millis(1))) {
+            Ok(_) => Turn::Waited,
+            Err(err) => Turn::Failed(err),
+        }
+    }
+
+    fn release_buffer(&self, local: &mut Local) {
+        for item in local.buffer.drain(..) {
+            self.leases.release_unregistered(item.id, item.token);
+        }
+    }
+
+    /// Stops taking: blocked takers return `None` at once (the store's wait
+    /// is interrupted), and claimed items not yet handed out are released.
+    pub(crate) fn close(&self) {
+        {
+            let mut local = self.local.lock();
+            local.closed = true;
+            self.release_buffer(&mut local);
+        }
+        self.cv.notify_all();
+        self.backend().unblock();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.local.lock().closed
+    }
+
+    /// Ids of items claimed but not handed out, released now (for
+    /// `shutdown_now`), after closing.
+    pub(crate) fn close_and_list(&self) -> Vec<String> {
+        let ids = {
+            let mut local = self.local.lock();
+            local.closed = true;
+            let ids = local.buffer.iter().map(|c| c.id.clone()).collect();
+            self.release_buffer(&mut local);
+            ids
+        };
+        self.cv.notify_all();
+        self.backend().unblock();
+        ids
+    }
+}
+
+impl fmt::Debug for Taker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let local = self.local.lock();
+        f.debug_struct("Taker")
+            .field("opts", &self.opts)
+            .field("buffered", &local.buffer.len())
+            .field("takers", &local.takers)
+            .field("closed", &local.closed)
+            .finish()
+    }
+}
