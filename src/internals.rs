@@ -101,3 +101,28 @@ pub fn pool_heap_index<T: 'static>(handle: &ScheduledHandle<T>) -> Option<usize>
     let index = header.heap_index();
     (index != NOT_QUEUED).then_some(index)
 }
+
+/// The durable queue's in-process leader/follower, for the loom models in
+/// `tests/loom.rs` (which drive it with a fake backend).
+#[derive(Debug)]
+pub struct DurableTaker(crate::durable::taker::Taker);
+
+impl DurableTaker {
+    /// A taker on `backend` with the default options.
+    pub fn new(backend: std::sync::Arc<dyn crate::durable::DurableBackend>) -> Self {
+        DurableTaker(crate::durable::taker::Taker::new(
+            backend,
+            crate::durable::QueueOptions::default(),
+        ))
+    }
+
+    /// Blocks for one item, or `None` once closed.
+    pub fn take(&self) -> Result<Option<crate::durable::Claimed>, crate::durable::DurableError> {
+        self.0.take(None)
+    }
+
+    /// Closes: blocked takers return `None`.
+    pub fn close(&self) {
+        self.0.close();
+    }
+}

@@ -56,7 +56,7 @@ mod queue;
 mod redis_backend;
 #[cfg(feature = "redis")]
 mod scripts;
-mod taker;
+pub(crate) mod taker;
 
 pub use backend::{
     Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put, PutMode,

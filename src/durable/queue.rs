@@ -376,10 +376,7 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
-    pub fn dead_letters(
-        &self,
-        max: usize,
-    ) -> Result<Vec<DeadLetter<T>>, DurableError> {
+    pub fn dead_letters(&self, max: usize) -> Result<Vec<DeadLetter<T>>, DurableError> {
         Ok(self
             .backend()
             .dead_letters(max)?

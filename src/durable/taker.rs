@@ -24,7 +24,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use crate::sync::{Condvar, Mutex};
 
 use super::backend::{Claimed, DurableBackend, DurableError};
 use super::leases::Leases;
@@ -101,7 +101,9 @@ impl Taker {
             }
             local.leader = true;
             let want = local.takers;
-            let turn = MutexGuard::unlocked(&mut local, || self.lead(want, limit));
+            drop(local);
+            let turn = self.lead(want, limit);
+            local = self.local.lock();
             tried = true;
             match turn {
                 Turn::Claimed(items) => {
@@ -172,6 +174,9 @@ impl Taker {
     }
 
     fn release_buffer(&self, local: &mut Local) {
+        if local.buffer.is_empty() {
+            return;
+        }
         for item in local.buffer.drain(..) {
             self.leases.release_unregistered(item.id, item.token);
         }
