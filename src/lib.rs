@@ -45,6 +45,11 @@
 //! - Hooks and numbers: a panic handler and before/after hooks on the
 //!   [`Builder`], [`RunInfo::current`] inside a run, and
 //!   [`ScheduledThreadPool::stats`] with a lateness histogram.
+//! - [`durable`]: timeouts that survive restarts and are shared by a fleet.
+//!   A `DurableQueue` and a `DurablePool` run over a `DurableBackend`. The
+//!   backend is Redis with the `redis` feature, or in memory on a
+//!   [`ManualClock`] for tests. Time is the store's clock, delivery is at
+//!   least once with fenced leases, and cancel by id takes O(log n).
 //! - Errors are values: [`Rejected`] for refused submissions, [`TaskError`]
 //!   for tasks that were cancelled or panicked. Nothing panics on bad input.
 //!

@@ -26,18 +26,34 @@ const VERSION: u8 = 1;
 /// A value that can be stored in a durable queue.
 ///
 /// Implemented for `Vec<u8>`, `String`, `u64`, `i64`, `u32` and `()`. For
-/// your own types, encode them with the format you already use; with serde
-/// and serde_json:
+/// your own types, use the format you already use. With serde, `encode` is
+/// `serde_json::to_writer(out, self)` and `decode` is
+/// `serde_json::from_slice(bytes).map_err(|e| e.to_string())`. By hand:
 ///
-/// ```ignore
+/// ```
+/// use schedpool::durable::Payload;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Order { id: u64, customer: String }
+///
 /// impl Payload for Order {
 ///     fn encode(&self, out: &mut Vec<u8>) {
-///         serde_json::to_writer(out, self).expect("an Order always serialises");
+///         out.extend_from_slice(&self.id.to_be_bytes());
+///         out.extend_from_slice(self.customer.as_bytes());
 ///     }
 ///     fn decode(bytes: &[u8]) -> Result<Self, String> {
-///         serde_json::from_slice(bytes).map_err(|e| e.to_string())
+///         let (id, customer) = bytes.split_at_checked(8).ok_or("too short")?;
+///         Ok(Order {
+///             id: u64::from_be_bytes(id.try_into().unwrap()),
+///             customer: String::from_utf8(customer.to_vec()).map_err(|e| e.to_string())?,
+///         })
 ///     }
 /// }
+///
+/// let order = Order { id: 42, customer: "ada".into() };
+/// let mut bytes = Vec::new();
+/// order.encode(&mut bytes);
+/// assert_eq!(Order::decode(&bytes), Ok(order));
 /// ```
 ///
 /// Keep old readers able to decode what new writers store: items can wait in
