@@ -324,22 +324,26 @@ impl RedisBackend {
         let mut backoff = Duration::from_millis(10);
         loop {
             let pooled = self.idle.lock().pop();
-            let attempt = match pooled {
-                Some(conn) => Ok(conn),
-                None => self.connect_one(),
-            }
-            .and_then(|mut conn| f(&mut conn).map(|r| (r, conn)));
-            let err = match attempt {
-                Ok((r, conn)) => {
-                    self.idle.lock().push(conn);
-                    return Ok(r);
+            let err = match pooled.map_or_else(|| self.connect_one(), Ok) {
+                Ok(mut conn) => match f(&mut conn) {
+                    Ok(r) => {
+                        self.idle.lock().push(conn);
+                        return Ok(r);
+                    }
+                    Err(err) if !is_transient(&err) => {
+                        // The server answered (out of memory, a script error):
+                        // the connection is fine, the command is refused.
+                        self.idle.lock().push(conn);
+                        return Err(DurableError::Refused(err.to_string()));
+                    }
+                    // Dropped: it may be half-way through a reply.
+                    Err(err) => err,
+                },
+                Err(err) if !is_transient(&err) => {
+                    return Err(DurableError::Unavailable(err.to_string()))
                 }
                 Err(err) => err,
             };
-            if !is_transient(&err) {
-                return Err(DurableError::Refused(err.to_string()));
-            }
-            // The connection is dropped: it may be half-way through a reply.
             if !idempotent || Instant::now() + backoff >= limit {
                 return Err(DurableError::Unavailable(err.to_string()));
             }
