@@ -176,10 +176,13 @@ fn bad_input_is_an_error_not_a_panic() {
         MIN,
         Duration::ZERO
     )));
-    assert!(DurablePool::builder(MemoryBackend::new())
-        .threads(0)
-        .build()
-        .is_err());
+    assert!(
+        DurablePool::builder(MemoryBackend::new())
+            .threads(1)
+            .build()
+            .is_err(),
+        "workers without handlers"
+    );
     let opts = QueueOptions {
         lease: Duration::ZERO,
         ..QueueOptions::default()
@@ -319,4 +322,38 @@ fn many_takers_share_one_leader_and_get_everything_once() {
     seen.sort_unstable();
     assert_eq!(seen, (0..2000).collect::<Vec<_>>());
     assert!(queue.is_empty().unwrap());
+}
+
+#[test]
+fn a_producer_only_pool_schedules_for_the_fleet() {
+    let clock = ManualClock::new();
+    let backend = MemoryBackend::with_clock(clock.clone());
+    let producer = DurablePool::builder(backend.clone())
+        .threads(0)
+        .build()
+        .unwrap();
+    let log: Log = Arc::default();
+    let l = log.clone();
+    let worker = DurablePool::builder(backend)
+        .threads(1)
+        .handler("close-order", move |order: &u64, info| {
+            assert!(info.claimed_ms >= info.deadline_ms, "never early");
+            l.lock()
+                .unwrap()
+                .push((*order, info.attempt, info.deadline_ms));
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    producer
+        .schedule("close-order", "order-1", &1u64, MIN)
+        .unwrap();
+    clock.advance(MIN);
+    assert!(worker.wait_idle(WAIT));
+    assert_eq!(log.lock().unwrap().len(), 1);
+    producer.shutdown();
+    assert!(
+        producer.await_termination(WAIT),
+        "no workers: terminated at once"
+    );
 }

@@ -171,7 +171,8 @@ pub trait DurableBackend: Send + Sync + fmt::Debug + 'static {
 
     /// Moves expired leases back to pending (or to the dead set once
     /// `max_attempts` claims were made; 0 means no limit), then leases up to
-    /// `max` due items for `lease`, earliest first.
+    /// `max` due items for `lease`, earliest first. A backend may lease
+    /// fewer per call to keep each step short (Redis: at most 100).
     ///
     /// # Errors
     ///

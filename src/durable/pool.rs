@@ -54,6 +54,9 @@ pub struct JobInfo {
     /// The occurrence's scheduled time by the store's clock (for a periodic
     /// chain, the occurrence this run is for).
     pub deadline_ms: u64,
+    /// The store's clock at this claim (ms since the Unix epoch): never
+    /// before `deadline_ms`.
+    pub claimed_ms: u64,
     /// How late the claim was by the store's clock.
     pub lateness: Duration,
 }
@@ -101,7 +104,9 @@ pub struct DurablePoolBuilder {
 }
 
 impl DurablePoolBuilder {
-    /// Worker threads (default: the number of CPUs).
+    /// Worker threads (default: the number of CPUs). Zero makes a
+    /// producer-only pool: it schedules and cancels items of any kind (it
+    /// cannot check them against handlers it does not have) and runs none.
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n;
         self
@@ -158,12 +163,14 @@ impl DurablePoolBuilder {
     ///
     /// # Errors
     ///
-    /// [`DurableError::Config`] for zero threads, a kind over 255 bytes,
-    /// invalid options, or a worker thread that could not be spawned.
+    /// [`DurableError::Config`] for workers without any handler, a kind over
+    /// 255 bytes, invalid options, or a worker thread that could not be
+    /// spawned.
     pub fn build(self) -> Result<DurablePool, DurableError> {
-        if self.threads == 0 {
+        if self.threads > 0 && self.handlers.is_empty() {
             return Err(DurableError::Config(
-                "a durable pool needs at least one thread".into(),
+                "a pool with workers needs at least one handler (threads(0) makes a producer-only pool)"
+                    .into(),
             ));
         }
         if let Some(kind) = self.handlers.keys().find(|k| k.len() > 255) {
@@ -173,6 +180,7 @@ impl DurablePoolBuilder {
         }
         self.opts.check()?;
         let inner = Arc::new(Inner {
+            producer_only: self.threads == 0,
             taker: Taker::new(self.backend, self.opts),
             handlers: self.handlers,
             backoff: self.backoff,
@@ -218,6 +226,8 @@ pub struct DurablePool {
 }
 
 struct Inner {
+    /// No workers: any kind may be scheduled.
+    producer_only: bool,
     taker: Taker,
     handlers: HashMap<String, Handler>,
     backoff: (Duration, Duration),
@@ -255,8 +265,9 @@ impl DurablePool {
     ///
     /// # Errors
     ///
-    /// [`DurableError::Config`] for a kind with no handler in this pool, an
-    /// empty id, or a pool that is shut down; the store's error otherwise.
+    /// [`DurableError::Config`] for a kind with no handler in this pool
+    /// (unless it is producer-only) or an empty id; [`DurableError::Closed`]
+    /// once shut down; the store's error otherwise.
     pub fn schedule<T: Payload>(
         &self,
         kind: &str,
@@ -352,7 +363,12 @@ impl DurablePool {
         if self.is_shutdown() {
             return Err(DurableError::Closed);
         }
-        if !self.inner.handlers.contains_key(kind) {
+        if kind.len() > 255 {
+            return Err(DurableError::Config(format!(
+                "kind longer than 255 bytes: {kind:?}"
+            )));
+        }
+        if !self.inner.producer_only && !self.inner.handlers.contains_key(kind) {
             return Err(DurableError::Config(format!(
                 "no handler for kind {kind:?}"
             )));
@@ -567,6 +583,7 @@ impl Inner {
             attempt: delivery.attempt(),
             token: delivery.token(),
             deadline_ms: delivery.deadline_ms(),
+            claimed_ms: delivery.claimed_ms(),
             lateness: delivery.lateness(),
         };
         let span = tracing::info_span!(
