@@ -71,8 +71,8 @@ fn order_and_never_early(b: &dyn DurableBackend) {
     assert_eq!((c.pending, c.in_flight, c.dead), (0, 2, 0));
     assert!(b.ack(&got[0].id, got[0].token).unwrap());
     assert!(
-        !b.ack(&got[0].id, got[0].token).unwrap(),
-        "a second ack is refused"
+        b.ack(&got[0].id, got[0].token).unwrap(),
+        "a repeated ack with the same token answers as the first (a retry after a lost reply)"
     );
     assert!(
         !b.ack(&got[1].id, got[1].token + 1000).unwrap(),
@@ -189,9 +189,9 @@ fn nack_retry_keeps_deadline(b: &dyn DurableBackend) {
         .nack("n", held.token, Nack::Retry(Duration::from_millis(50)))
         .unwrap());
     assert!(
-        !b.nack("n", held.token, Nack::Retry(Duration::ZERO))
+        b.nack("n", held.token, Nack::Retry(Duration::ZERO))
             .unwrap(),
-        "settled once"
+        "a repeated nack answers as the first and changes nothing"
     );
     let retry = claim_n(b, 1, LEASE).remove(0);
     assert_eq!(retry.deadline_ms, deadline);
@@ -202,6 +202,26 @@ fn nack_retry_keeps_deadline(b: &dyn DurableBackend) {
     assert!(retry.claimed_ms >= retry.due_ms);
     assert_eq!(retry.attempt, 2);
     assert!(b.ack("n", retry.token).unwrap());
+}
+
+fn release_goes_back_to_the_front(b: &dyn DurableBackend) {
+    let first = put(b, "first", 0);
+    std::thread::sleep(Duration::from_millis(5));
+    put(b, "second", 0);
+    let held = claim_n(b, 1, LEASE).remove(0);
+    assert_eq!(held.id, "first");
+    std::thread::sleep(Duration::from_millis(5));
+    assert!(b.nack("first", held.token, Nack::Release).unwrap());
+    let again = claim_n(b, 1, LEASE).remove(0);
+    assert_eq!(
+        again.id, "first",
+        "a released item keeps its place ahead of later ones"
+    );
+    assert_eq!((again.due_ms, again.deadline_ms), (first, first));
+    assert_eq!(again.attempt, 2);
+    for c in [again].into_iter().chain(claim_n(b, 1, LEASE)) {
+        assert!(b.ack(&c.id, c.token).unwrap());
+    }
 }
 
 fn reschedule(b: &dyn DurableBackend) {
@@ -226,8 +246,8 @@ fn reschedule(b: &dyn DurableBackend) {
             Repeat::FixedRate(Duration::from_millis(30))
         )
         .unwrap(),
-        None,
-        "the old token no longer holds it"
+        Some(deadline + 30),
+        "a repeated reschedule answers as the first"
     );
     let second = claim_n(b, 1, LEASE).remove(0);
     assert_eq!(second.deadline_ms, deadline + 30);
@@ -327,6 +347,7 @@ contract!(
     replace_and_if_absent,
     lease_expiry_and_dead_letters,
     nack_retry_keeps_deadline,
+    release_goes_back_to_the_front,
     reschedule,
     cancel_everywhere,
     wake_ups,

@@ -75,6 +75,10 @@ pub enum Nack {
     Retry(Duration),
     /// To the dead-letter set.
     Dead,
+    /// Back to pending at the due time it was claimed for (so at the front
+    /// of a backlog): an item handed back unstarted (a dropped delivery,
+    /// claimed-but-not-started items at close or shutdown).
+    Release,
 }
 
 /// The next occurrence of a durable periodic item, computed by the backend
@@ -150,10 +154,14 @@ pub struct Counts {
 /// with the `redis` feature, `RedisBackend`. A PostgreSQL backend can follow
 /// behind the same trait.
 ///
-/// Every method is one atomic step on the store. `put`, `ack`, `nack`,
-/// `extend`, `cancel` and `ack_and_reschedule` are idempotent by (id, token)
-/// and may be retried after an ambiguous failure; `claim` must not be (its
-/// items come back after one lease instead).
+/// Every method is one atomic step on the store. `ack`, `nack`, `extend`
+/// and `ack_and_reschedule` are idempotent by (id, token): repeated with the
+/// same token within 30 s, a settle answers as its first attempt did, so
+/// they may be retried after an ambiguous failure. `put` and `cancel` may be
+/// retried too, with a caveat: a retry after a lost reply reports what it
+/// finds (`Exists` for a put-if-absent whose first attempt inserted,
+/// `NotFound` for a cancel whose first attempt removed). `claim` must not be
+/// retried (its items come back after one lease instead).
 pub trait DurableBackend: Send + Sync + fmt::Debug + 'static {
     /// Stores `envelope` under `id`, due `when`.
     ///
@@ -323,6 +331,12 @@ impl fmt::Display for DurableError {
 }
 
 impl std::error::Error for DurableError {}
+
+/// How long a settle's receipt lives (ms): a repeated ack, nack or
+/// reschedule with the same token within it answers as the first did, so a
+/// retry after a lost reply does not report a lost lease. Well past the
+/// retry window of one operation (2 s by default).
+pub(crate) const RECEIPT_MS: u64 = 30_000;
 
 /// Whole milliseconds of `d`, rounded up so that a deadline is never early.
 pub(crate) fn ceil_ms(d: Duration) -> u64 {

@@ -8,8 +8,9 @@
 //!   keeps its item while it works, and a dead process's items come back
 //!   one lease after its last heartbeat.
 //! - A delivery dropped unsettled moves to `release`; the heartbeat thread
-//!   nacks it with no delay, so `Drop` never does network I/O and the item
-//!   goes back at once instead of after its lease.
+//!   gives it back with `Nack::Release` (at its due time, so at the front),
+//!   so `Drop` never does network I/O and the item goes back at once
+//!   instead of after its lease.
 //! - The thread runs while `live` or `release` is non-empty, and lingers
 //!   one tick after, so a steady stream of deliveries does not respawn it.
 //! - A lease the store refuses to extend is marked lost for good; the
@@ -120,12 +121,6 @@ impl Leases {
         }
     }
 
-    /// Gives back an item that was claimed but never handed out.
-    pub(crate) fn release_unregistered(self: &Arc<Self>, id: String, token: u64) {
-        let lease = self.register(id, token);
-        self.release(&lease);
-    }
-
     /// How many leases are live (handed out, unsettled).
     pub(crate) fn live(&self) -> usize {
         self.state.lock().live.len()
@@ -161,9 +156,7 @@ impl Leases {
                 let release = std::mem::take(&mut s.release);
                 drop(s);
                 for cell in release {
-                    let res = self
-                        .backend
-                        .nack(&cell.id, cell.token, Nack::Retry(Duration::ZERO));
+                    let res = self.backend.nack(&cell.id, cell.token, Nack::Release);
                     if let Err(err) = res {
                         tracing::warn!(
                             target: "schedpool::durable",

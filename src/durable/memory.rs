@@ -20,7 +20,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::backend::{
     ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,
-    PutMode, Repeat, When, MAX_MS,
+    PutMode, Repeat, When, MAX_MS, RECEIPT_MS,
 };
 use crate::clock::{Clock, ClockListener};
 use crate::ManualClock;
@@ -71,6 +71,9 @@ struct State {
     tokens: u64,
     marker: bool,
     unblocked: bool,
+    /// The Redis backend's settle receipts: id → (token, result, expiry),
+    /// so a repeated settle with the same token answers as the first did.
+    receipts: HashMap<String, (u64, u64, u64)>,
 }
 
 struct Item {
@@ -122,6 +125,21 @@ impl State {
         let head = self.due.first().is_some_and(|(_, h)| h == id);
         self.marker |= head;
         head
+    }
+
+    fn write_receipt(&mut self, id: &str, token: u64, result: u64, now: u64) {
+        // Forget expired receipts now and then, so they stay bounded.
+        if self.receipts.len() >= 1024 && self.receipts.len().is_power_of_two() {
+            self.receipts.retain(|_, r| r.2 > now);
+        }
+        let expiry = now + RECEIPT_MS;
+        self.receipts
+            .insert(id.to_string(), (token, result, expiry));
+    }
+
+    fn receipt(&self, id: &str, token: u64, now: u64) -> Option<u64> {
+        let &(tok, result, expiry) = self.receipts.get(id)?;
+        (tok == token && expiry > now).then_some(result)
     }
 
     fn holds(&self, id: &str, token: u64) -> bool {
@@ -336,21 +354,30 @@ impl DurableBackend for MemoryBackend {
     }
 
     fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError> {
-        let (mut s, _) = self.lock();
-        let held = s.holds(id, token);
-        if held {
-            s.remove(id);
+        let (mut s, now) = self.lock();
+        if !s.holds(id, token) {
+            return Ok(s.receipt(id, token, now).is_some());
         }
-        Ok(held)
+        s.remove(id);
+        s.write_receipt(id, token, 0, now);
+        Ok(true)
     }
 
     fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError> {
         let (mut s, now) = self.lock();
         if !s.holds(id, token) {
-            return Ok(false);
+            return Ok(s.receipt(id, token, now).is_some());
         }
+        s.write_receipt(id, token, 0, now);
         match to {
             Nack::Dead => s.set(id, Place::Dead(now)),
+            Nack::Release => {
+                let at = s.items.get(id).expect("held").due;
+                s.set(id, Place::Due(at));
+                if s.wake_if_head(id) {
+                    self.inner.woken.notify_one();
+                }
+            }
             Nack::Retry(delay) => {
                 let at = now.saturating_add(ceil_ms(delay)).min(MAX_MS);
                 s.items.get_mut(id).expect("held").due = at;
@@ -371,8 +398,9 @@ impl DurableBackend for MemoryBackend {
     ) -> Result<Option<u64>, DurableError> {
         let (mut s, now) = self.lock();
         if !s.holds(id, token) {
-            return Ok(None);
+            return Ok(s.receipt(id, token, now));
         }
+        let held = token;
         let token = s.next_token();
         let item = s.items.get_mut(id).expect("held");
         let next = match repeat {
@@ -385,6 +413,7 @@ impl DurableBackend for MemoryBackend {
         item.deadline = next;
         item.due = next;
         s.set(id, Place::Due(next));
+        s.write_receipt(id, held, next, now);
         if s.wake_if_head(id) {
             self.inner.woken.notify_one();
         }

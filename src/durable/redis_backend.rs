@@ -361,10 +361,29 @@ impl RedisBackend {
         script: &Script,
         args: &[Vec<Vec<u8>>],
     ) -> Result<R, DurableError> {
+        self.invoke_for(None, idempotent, script, args)
+    }
+
+    /// As `invoke`, for a settling script: KEYS[8] is the item's receipt
+    /// key, where the script leaves the token it settled with for
+    /// `RECEIPT_MS`. A retry after a lost reply finds it and answers as the
+    /// first attempt did, instead of "not held" (a retried ack whose first
+    /// attempt succeeded must not report `LeaseLost`).
+    fn invoke_for<R: redis::FromRedisValue>(
+        &self,
+        receipt_of: Option<&str>,
+        idempotent: bool,
+        script: &Script,
+        args: &[Vec<Vec<u8>>],
+    ) -> Result<R, DurableError> {
+        let receipt = receipt_of.map(|id| format!("sp:{{{}}}:receipt:{id}", self.name));
         self.run(idempotent, |c| {
             let mut inv = script.prepare_invoke();
             for key in &self.keys {
                 inv.key(key);
+            }
+            if let Some(receipt) = &receipt {
+                inv.key(receipt);
             }
             for arg in args.iter().flatten() {
                 inv.arg(arg.as_slice());
@@ -546,7 +565,7 @@ impl DurableBackend for RedisBackend {
     }
 
     fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError> {
-        let r: i64 = self.invoke(true, &self.scripts.ack, &[arg(id), arg(token)])?;
+        let r: i64 = self.invoke_for(Some(id), true, &self.scripts.ack, &[arg(id), arg(token)])?;
         Ok(r == 1)
     }
 
@@ -554,8 +573,10 @@ impl DurableBackend for RedisBackend {
         let (how, ms) = match to {
             Nack::Retry(d) => ("retry", ceil_ms(d)),
             Nack::Dead => ("dead", 0),
+            Nack::Release => ("release", 0),
         };
-        let r: i64 = self.invoke(
+        let r: i64 = self.invoke_for(
+            Some(id),
             true,
             &self.scripts.nack,
             &[arg(id), arg(token), arg(how), arg(ms)],
@@ -573,7 +594,8 @@ impl DurableBackend for RedisBackend {
             Repeat::FixedRate(p) => ("rate", ceil_ms(p)),
             Repeat::FixedDelay(d) => ("delay", ceil_ms(d)),
         };
-        let r: i64 = self.invoke(
+        let r: i64 = self.invoke_for(
+            Some(id),
             true,
             &self.scripts.reschedule,
             &[arg(id), arg(token), arg(how), arg(ms)],

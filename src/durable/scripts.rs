@@ -4,7 +4,9 @@
 //! 1 `due` (zset id → due ms), 2 `lease` (zset id → lease expiry ms),
 //! 3 `data` (hash id → envelope), 4 `meta` (hash id → "token:attempts:deadline:due"),
 //! 5 `wake` (zset, one member: the wake-up marker), 6 `dead` (zset id → ms
-//! moved), 7 `cfg` (hash: format version, token counter).
+//! moved), 7 `cfg` (hash: format version, token counter); the settling
+//! scripts (ack, nack, reschedule) also get 8, the item's `receipt:<id>`
+//! string, which lives `RECEIPT_MS`.
 //!
 //! Invariants the scripts keep:
 //! - An id is in at most one of `due`, `lease`, `dead`; it has `data` and
@@ -34,6 +36,18 @@ local function wake_if_head(id, score)
   local head = redis.call('ZRANGE', KEYS[1], 0, 0)
   if head[1] == id then redis.call('ZADD', KEYS[5], score, 'w') end
 end
+-- Settling scripts get KEYS[8], the item's receipt: "token:result",
+-- kept RECEIPT_MS so a retried settle answers as its first attempt did.
+local function write_receipt(token, result)
+  redis.call('SET', KEYS[8], token .. ':' .. result, 'PX', RECEIPT_MS)
+end
+local function receipt(token)
+  local r = redis.call('GET', KEYS[8])
+  if not r then return nil end
+  local tok, result = string.match(r, '^(%d+):(.*)$')
+  if tok == token then return result end
+  return nil
+end
 local function holds(id, token)
   local m = redis.call('HGET', KEYS[4], id)
   if not m then return nil end
@@ -44,8 +58,11 @@ local function holds(id, token)
 end
 "#;
 
+use super::backend::RECEIPT_MS;
+
 fn script(flags: &str, body: &str) -> String {
-    format!("#!lua{flags}\n{PRELUDE}\n{body}")
+    let prelude = PRELUDE.replace("RECEIPT_MS", &RECEIPT_MS.to_string());
+    format!("#!lua{flags}\n{prelude}\n{body}")
 }
 
 /// ARGV: id, mode ("replace" | "if_absent"), when ("after" | "at"), ms, envelope.
@@ -156,16 +173,19 @@ return out
     )
 }
 
-/// ARGV: id, token. Returns 1 when acked, 0 when the token no longer holds it.
+/// ARGV: id, token. KEYS[8]: the item's receipt key. Returns 1 when acked
+/// (now, or by an earlier attempt with this token), 0 when the token no
+/// longer holds it.
 pub(crate) fn ack() -> String {
     script(
         " flags=allow-oom",
         r#"
 local id = ARGV[1]
-if not holds(id, ARGV[2]) then return 0 end
+if not holds(id, ARGV[2]) then return receipt(ARGV[2]) and 1 or 0 end
 redis.call('ZREM', KEYS[2], id)
 redis.call('HDEL', KEYS[3], id)
 redis.call('HDEL', KEYS[4], id)
+write_receipt(ARGV[2], '')
 return 1
 "#,
     )
@@ -178,11 +198,15 @@ pub(crate) fn nack() -> String {
         r#"
 local id = ARGV[1]
 local h = holds(id, ARGV[2])
-if not h then return 0 end
+if not h then return receipt(ARGV[2]) and 1 or 0 end
 local now = now_ms()
 redis.call('ZREM', KEYS[2], id)
+write_receipt(ARGV[2], '')
 if ARGV[3] == 'dead' then
   redis.call('ZADD', KEYS[6], now, id)
+elseif ARGV[3] == 'release' then
+  redis.call('ZADD', KEYS[1], h[4], id)
+  wake_if_head(id, h[4])
 else
   local at = now + tonumber(ARGV[4])
   redis.call('HSET', KEYS[4], id, pack(h[1], h[2], h[3], at))
@@ -201,7 +225,11 @@ pub(crate) fn ack_and_reschedule() -> String {
         r#"
 local id = ARGV[1]
 local h = holds(id, ARGV[2])
-if not h then return -1 end
+if not h then
+  local r = receipt(ARGV[2])
+  if r then return tonumber(r) end
+  return -1
+end
 local now = now_ms()
 local nxt
 if ARGV[3] == 'rate' then nxt = h[3] + tonumber(ARGV[4]) else nxt = now + tonumber(ARGV[4]) end
@@ -210,6 +238,7 @@ redis.call('HSET', KEYS[4], id, pack(token, 0, nxt, nxt))
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[1], nxt, id)
 wake_if_head(id, nxt)
+write_receipt(ARGV[2], fmt(nxt))
 return nxt
 "#,
     )

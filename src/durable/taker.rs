@@ -14,7 +14,9 @@
 //!   an error backoff; whoever clears it notifies, so a waiting follower
 //!   takes over (the drop guard of the in-process design, done inline).
 //! - `buffer` holds claimed items not yet handed out; once `closed` it is
-//!   released back to the store (nack with no delay) rather than served.
+//!   released back to the store (`Nack::Release`: at its due time, so at
+//!   the front) rather than served, on the releasing thread, so a worker's
+//!   exit (and `await_termination`) covers it.
 //! - A claim is never repeated after an error: the next attempt is a new
 //!   claim after a backoff, so a lost reply costs one lease, never a
 //!   duplicate hand-out inside it.
@@ -26,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use crate::sync::{Condvar, Mutex};
 
-use super::backend::{Claimed, DurableBackend, DurableError};
+use super::backend::{Claimed, DurableBackend, DurableError, Nack};
 use super::leases::Leases;
 use super::queue::QueueOptions;
 
@@ -43,6 +45,8 @@ struct Local {
     leader: bool,
     takers: usize,
     closed: bool,
+    /// Ids of claimed items released unstarted since close.
+    released: Vec<String>,
 }
 
 /// How a leader's turn ended.
@@ -77,7 +81,10 @@ impl Taker {
         let mut tried = false;
         let out = loop {
             if local.closed {
-                self.release_buffer(&mut local);
+                let items = self.take_buffer(&mut local);
+                drop(local);
+                self.release_now(items);
+                local = self.local.lock();
                 break Ok(None);
             }
             if let Some(item) = local.buffer.pop_front() {
@@ -173,25 +180,36 @@ impl Taker {
         }
     }
 
-    fn release_buffer(&self, local: &mut Local) {
-        if local.buffer.is_empty() {
-            return;
-        }
-        for item in local.buffer.drain(..) {
-            self.leases.release_unregistered(item.id, item.token);
+    /// Empties the buffer of a closed taker, recording the ids released.
+    fn take_buffer(&self, local: &mut Local) -> Vec<Claimed> {
+        let items: Vec<Claimed> = local.buffer.drain(..).collect();
+        local.released.extend(items.iter().map(|c| c.id.clone()));
+        items
+    }
+
+    /// Gives claimed-but-never-handed-out items back, on this thread (so a
+    /// worker that releases finishes it before it exits, and
+    /// `await_termination` covers it), at their due time.
+    fn release_now(&self, items: Vec<Claimed>) {
+        for item in items {
+            if let Err(err) = self.backend().nack(&item.id, item.token, Nack::Release) {
+                tracing::warn!(target: "schedpool::durable", id = %item.id, error = %err,
+                    "could not release an item; it returns when its lease expires");
+            }
         }
     }
 
     /// Stops taking: blocked takers return `None` at once (the store's wait
     /// is interrupted), and claimed items not yet handed out are released.
     pub(crate) fn close(&self) {
-        {
+        let items = {
             let mut local = self.local.lock();
             local.closed = true;
-            self.release_buffer(&mut local);
-        }
+            self.take_buffer(&mut local)
+        };
         self.cv.notify_all();
         self.backend().unblock();
+        self.release_now(items);
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -201,16 +219,24 @@ impl Taker {
     /// Ids of items claimed but not handed out, released now (for
     /// `shutdown_now`), after closing.
     pub(crate) fn close_and_list(&self) -> Vec<String> {
-        let ids = {
+        let items = {
             let mut local = self.local.lock();
             local.closed = true;
-            let ids = local.buffer.iter().map(|c| c.id.clone()).collect();
-            self.release_buffer(&mut local);
-            ids
+            self.take_buffer(&mut local)
         };
         self.cv.notify_all();
         self.backend().unblock();
-        ids
+        self.release_now(items);
+        // A leader turn in progress may still bring claimed items, which
+        // it releases itself once it sees `closed`: wait for that turn to
+        // end (its store wait was just interrupted; a claim is one round
+        // trip), then report every id released since close.
+        let mut local = self.local.lock();
+        while local.leader {
+            self.cv
+                .wait_until(&mut local, Instant::now() + Duration::from_millis(5));
+        }
+        std::mem::take(&mut local.released)
     }
 }
 
