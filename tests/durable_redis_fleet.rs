@@ -371,14 +371,20 @@ fn t6_child() {
                         d.claimed_ms(),
                         d.claimed_ms() + T6_LEASE_MS
                     );
-                    log.key(&meta)
-                        .key(&lease_key)
-                        .key("t6:log")
-                        .arg(d.id())
-                        .arg(record)
-                        .invoke::<i64>(&mut c)
-                        .unwrap();
+                    // The stall (SIGSTOP/SIGCONT) can interrupt this
+                    // connection's read (EINTR): retry on a new one. A
+                    // retried log line is deduplicated by (id, token) in
+                    // the parent.
+                    retrying(&url, &mut c, |c| {
+                        log.key(&meta)
+                            .key(&lease_key)
+                            .key("t6:log")
+                            .arg(d.id())
+                            .arg(&record)
+                            .invoke::<i64>(c)
+                    });
                     let id = d.id().to_string();
+                    let token = d.token();
                     let (hash, what) = match d.ack() {
                         Ok(()) => ("t6:acks", String::new()),
                         Err(DurableError::LeaseLost) => ("t6:lost", String::new()),
@@ -387,12 +393,19 @@ fn t6_child() {
                     if !what.is_empty() {
                         eprintln!("t6 child {pid}: ack of {id} failed: {what}");
                     }
-                    redis::cmd("HINCRBY")
-                        .arg(hash)
+                    // Counted once per (id, token), so a retry after an
+                    // interrupted reply cannot count an ack twice.
+                    retrying(&url, &mut c, |c| {
+                        redis::Script::new(
+                            "if redis.call('SADD', KEYS[1], ARGV[2]) == 1 then \
+                             redis.call('HINCRBY', KEYS[2], ARGV[1], 1) end return 1",
+                        )
+                        .key(format!("{hash}:seen"))
+                        .key(hash)
                         .arg(&id)
-                        .arg(1)
-                        .query::<i64>(&mut c)
-                        .unwrap();
+                        .arg(format!("{id}:{token}"))
+                        .invoke::<i64>(c)
+                    });
                 }
             })
         })
@@ -405,6 +418,27 @@ fn t6_child() {
         w.join().unwrap();
     }
     tell!("done {pid} {}", claimed.load(Ordering::Relaxed));
+}
+
+/// Runs `f` on `c`, reconnecting and retrying on errors (a stalled
+/// process's reads can fail with EINTR); panics after 20 failures.
+fn retrying<T>(
+    url: &str,
+    c: &mut redis::Connection,
+    mut f: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
+) -> T {
+    let mut last = None;
+    for _ in 0..20 {
+        match f(c) {
+            Ok(v) => return v,
+            Err(e) => {
+                last = Some(e);
+                std::thread::sleep(Duration::from_millis(50));
+                *c = rconn(url);
+            }
+        }
+    }
+    panic!("redis kept failing: {last:?}");
 }
 
 fn t6_parent() {
@@ -493,10 +527,14 @@ fn t6_parent() {
     }
     let log = lrange(&mut c, "t6:log");
     let mut by_id: HashMap<String, Vec<Claim>> = HashMap::new();
+    let mut logged = std::collections::HashSet::new();
     for line in &log {
         let f: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(f.len(), 7, "bad log line {line:?}");
         let token = u(f[1]);
+        if !logged.insert((f[0].to_string(), token)) {
+            continue; // a retried log write (see the child)
+        }
         let claim = u(f[2]);
         let claim_end = u(f[3]);
         assert_eq!(claim_end, claim + T6_LEASE_MS);
@@ -681,6 +719,7 @@ fn t7_child() {
                         .ignore()
                         .query::<()>(&mut c)
                         .unwrap();
+                    let token = d.token();
                     let hash = match d.ack() {
                         Ok(()) => "t7:acks",
                         Err(DurableError::LeaseLost) => "t7:lost",
@@ -689,12 +728,19 @@ fn t7_child() {
                             "t7:ackerr"
                         }
                     };
-                    redis::cmd("HINCRBY")
-                        .arg(hash)
+                    // Counted once per (id, token), so a retry after an
+                    // interrupted reply cannot count an ack twice.
+                    retrying(&url, &mut c, |c| {
+                        redis::Script::new(
+                            "if redis.call('SADD', KEYS[1], ARGV[2]) == 1 then \
+                             redis.call('HINCRBY', KEYS[2], ARGV[1], 1) end return 1",
+                        )
+                        .key(format!("{hash}:seen"))
+                        .key(hash)
                         .arg(&id)
-                        .arg(1)
-                        .query::<i64>(&mut c)
-                        .unwrap();
+                        .arg(format!("{id}:{token}"))
+                        .invoke::<i64>(c)
+                    });
                 }
             })
         })

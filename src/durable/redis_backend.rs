@@ -150,7 +150,14 @@ impl RedisBackend {
                 "queue name {name:?} must be non-empty and free of braces"
             )));
         }
-        let client = redis::Client::open(url).map_err(|e| DurableError::Config(e.to_string()))?;
+        let info = redis::IntoConnectionInfo::into_connection_info(url)
+            .map_err(|e| DurableError::Config(e.to_string()))?;
+        // No CLIENT SETINFO handshake: redis-rs waits for its replies with
+        // the connect timeout each, so a hung server would hold every new
+        // connection for twice the connect timeout (F9).
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        let client = redis::Client::open(info.set_redis_settings(settings))
+            .map_err(|e| DurableError::Config(e.to_string()))?;
         let key = |k: &str| format!("sp:{{{name}}}:{k}");
         let backend = RedisBackend {
             client,
@@ -308,9 +315,13 @@ impl RedisBackend {
     }
 
     fn connect_one(&self) -> RedisResult<Connection> {
+        self.connect_within(self.opts.connect_timeout)
+    }
+
+    fn connect_within(&self, left: Duration) -> RedisResult<Connection> {
         let conn = self
             .client
-            .get_connection_with_timeout(self.opts.connect_timeout)?;
+            .get_connection_with_timeout(left.min(self.opts.connect_timeout))?;
         conn.set_read_timeout(Some(self.opts.op_timeout))?;
         conn.set_write_timeout(Some(self.opts.op_timeout))?;
         Ok(conn)
@@ -327,7 +338,18 @@ impl RedisBackend {
         let mut backoff = Duration::from_millis(10);
         loop {
             let pooled = self.idle.lock().pop();
-            let err = match pooled.map_or_else(|| self.connect_one(), Ok) {
+            // One attempt never outlasts what is left of op_timeout.
+            let left = limit
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1));
+            let conn = pooled
+                .map_or_else(|| self.connect_within(left), Ok)
+                .and_then(|c| {
+                    c.set_read_timeout(Some(left))?;
+                    c.set_write_timeout(Some(left))?;
+                    Ok(c)
+                });
+            let err = match conn {
                 Ok(mut conn) => match f(&mut conn) {
                     Ok(r) => {
                         self.idle.lock().push(conn);
@@ -376,8 +398,24 @@ impl RedisBackend {
         script: &Script,
         args: &[Vec<Vec<u8>>],
     ) -> Result<R, DurableError> {
+        self.invoke_counted(receipt_of, idempotent, script, args)
+            .map(|(r, _)| r)
+    }
+
+    /// The one script call: returns the reply and whether the script was
+    /// sent more than once (an earlier attempt failed after sending, so it
+    /// may have run).
+    fn invoke_counted<R: redis::FromRedisValue>(
+        &self,
+        receipt_of: Option<&str>,
+        idempotent: bool,
+        script: &Script,
+        args: &[Vec<Vec<u8>>],
+    ) -> Result<(R, bool), DurableError> {
         let receipt = receipt_of.map(|id| format!("sp:{{{}}}:receipt:{id}", self.name));
-        self.run(idempotent, |c| {
+        let sent = std::cell::Cell::new(0u32);
+        let reply = self.run(idempotent, |c| {
+            sent.set(sent.get() + 1);
             let mut inv = script.prepare_invoke();
             for key in &self.keys {
                 inv.key(key);
@@ -389,7 +427,8 @@ impl RedisBackend {
                 inv.arg(arg.as_slice());
             }
             inv.invoke(c)
-        })
+        })?;
+        Ok((reply, sent.get() > 1))
     }
 }
 
@@ -403,6 +442,9 @@ fn is_transient(err: &RedisError) -> bool {
         || err.is_timeout()
         || err.is_connection_dropped()
         || err.is_connection_refusal()
+        // LOADING (a restart replaying its AOF), TRYAGAIN, MASTERDOWN,
+        // CLUSTERDOWN: the server is coming back; wait and retry.
+        || matches!(err.retry_method(), redis::RetryMethod::WaitAndRetry)
 }
 
 fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
@@ -604,9 +646,17 @@ impl DurableBackend for RedisBackend {
     }
 
     fn cancel(&self, id: &str) -> Result<Cancelled, DurableError> {
-        let reply: Vec<Value> = self.invoke(true, &self.scripts.cancel, &[arg(id)])?;
+        let (reply, retried): (Vec<Value>, bool) =
+            self.invoke_counted(None, true, &self.scripts.cancel, &[arg(id)])?;
         let mut it = reply.into_iter();
         let status = it.next().as_ref().map(int).transpose()?.unwrap_or(0);
+        if status == 0 && retried {
+            // An earlier attempt may have removed it, and its reply (with
+            // the value) was lost: the outcome is unknown, not NotFound.
+            return Err(DurableError::Unavailable(format!(
+                "cancel of {id:?}: the reply was lost and the item is gone; it may have been this cancel"
+            )));
+        }
         let mut payload = || {
             it.next()
                 .map(bytes)
