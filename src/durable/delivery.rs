@@ -186,6 +186,7 @@ impl<T> Delivery<T> {
             .extend(&[(self.id(), self.token())], lease)?;
         if held.first() == Some(&true) {
             self.lease.cell.set_lease(lease);
+            self.leases.retick();
             Ok(())
         } else {
             self.lease.cell.mark_lost();

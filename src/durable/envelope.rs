@@ -204,8 +204,6 @@ pub(crate) fn decode<T: Payload>(id: &str, payload: &[u8]) -> Result<T, DurableE
 /// they sort in creation order, so equal deadlines come out FIFO.
 pub(crate) struct IdGen {
     tag: u32,
-    /// (last ms << 20 | counter) packed, so one CAS keeps both monotonic.
-    last: AtomicU64,
 }
 
 impl IdGen {
@@ -221,7 +219,6 @@ impl IdGen {
         );
         IdGen {
             tag: h.finish() as u32,
-            last: AtomicU64::new(0),
         }
     }
 
@@ -230,9 +227,11 @@ impl IdGen {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_millis() as u64;
-        let mut seq = self.last.fetch_add(1, Ordering::Relaxed);
-        // The sequence is global to the process, so ids stay ordered even if
-        // the wall clock steps back: the ms part never decreases.
+        // One sequence for the whole process, so the ids of every handle sort
+        // in creation order; the ms part never decreases, even if the wall
+        // clock steps back.
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let mut seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let ms = {
             static FLOOR: AtomicU64 = AtomicU64::new(0);
             let prev = FLOOR.fetch_max(now_ms, Ordering::Relaxed);

@@ -146,9 +146,26 @@ impl Leases {
         }
     }
 
+    /// A third of the shortest lease being renewed (a holder's `extend` can
+    /// shorten one below the queue's lease).
+    fn tick(&self, s: &State) -> Duration {
+        let ms = s
+            .live
+            .values()
+            .map(|c| c.lease_ms.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or_else(|| super::backend::ceil_ms(self.lease));
+        (Duration::from_millis(ms) / 3).max(Duration::from_millis(1))
+    }
+
+    /// Re-plans the next beat after a lease length changed.
+    pub(crate) fn retick(&self) {
+        let _s = self.state.lock();
+        self.cv.notify_one();
+    }
+
     fn run(self: Arc<Self>) {
-        let tick = (self.lease / 3).max(Duration::from_millis(1));
-        let mut next_tick = Instant::now() + tick;
+        let mut last_beat = Instant::now();
         let mut idle_ticks = 0;
         let mut s = self.state.lock();
         loop {
@@ -169,11 +186,12 @@ impl Leases {
                 s = self.state.lock();
                 continue;
             }
+            let next_tick = last_beat + self.tick(&s);
             if Instant::now() < next_tick {
                 self.cv.wait_until(&mut s, next_tick);
                 continue;
             }
-            next_tick = Instant::now() + tick;
+            last_beat = Instant::now();
             if s.live.is_empty() {
                 idle_ticks += 1;
                 if idle_ticks > 1 {

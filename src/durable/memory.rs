@@ -10,6 +10,9 @@
 //! - `marker` is the Redis `wake` key: set by a put that makes a new head,
 //!   by a claim that filled its batch with more due, and by a manual clock's
 //!   advance; consumed by one `wait`.
+//! - Each handle (clone) has its own `unblocked` flag, as each process has
+//!   its own Redis connection: one queue's `close` cannot be consumed by
+//!   another queue's wait on the same store.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -49,9 +52,20 @@ use crate::ManualClock;
 /// delivery.ack()?;
 /// # Ok::<(), schedpool::durable::DurableError>(())
 /// ```
-#[derive(Clone)]
 pub struct MemoryBackend {
     inner: Arc<Inner>,
+    /// This handle's `unblock`: each clone is its own "process", as each
+    /// process has its own Redis backend.
+    unblocked: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Clone for MemoryBackend {
+    fn clone(&self) -> Self {
+        MemoryBackend {
+            inner: self.inner.clone(),
+            unblocked: Arc::default(),
+        }
+    }
 }
 
 struct Inner {
@@ -70,7 +84,6 @@ struct State {
     dead: BTreeSet<(u64, String)>,
     tokens: u64,
     marker: bool,
-    unblocked: bool,
     /// The Redis backend's settle receipts: id → (token, result, expiry),
     /// so a repeated settle with the same token answers as the first did.
     receipts: HashMap<String, (u64, u64, u64)>,
@@ -175,7 +188,10 @@ impl MemoryBackend {
         });
         let listener: Weak<dyn ClockListener> = Arc::downgrade(&inner) as Weak<dyn ClockListener>;
         clock.subscribe(listener);
-        MemoryBackend { inner }
+        MemoryBackend {
+            inner,
+            unblocked: Arc::default(),
+        }
     }
 
     fn now(&self) -> u64 {
@@ -443,7 +459,10 @@ impl DurableBackend for MemoryBackend {
             if std::mem::take(&mut s.marker) {
                 return Ok(true);
             }
-            if std::mem::take(&mut s.unblocked) {
+            if self
+                .unblocked
+                .swap(false, std::sync::atomic::Ordering::SeqCst)
+            {
                 return Ok(false);
             }
             match until {
@@ -458,7 +477,9 @@ impl DurableBackend for MemoryBackend {
     }
 
     fn unblock(&self) {
-        self.inner.state.lock().unblocked = true;
+        let _s = self.inner.state.lock();
+        self.unblocked
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.inner.woken.notify_all();
     }
 

@@ -130,8 +130,9 @@ impl DurablePoolBuilder {
         self
     }
 
-    /// Runs of one item before it is dead-lettered (default 5; 0: retry
-    /// forever). Lease expiries (a killed holder) count as runs.
+    /// Claims of one item before it is dead-lettered (default 5; 0: retry
+    /// forever). Failed runs count, and so do lease expiries (a killed
+    /// holder) and releases of items claimed but never started.
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.opts.max_attempts = n;
         self
@@ -451,12 +452,12 @@ impl DurablePool {
     /// passed first. With a [`ManualClock`](crate::ManualClock) backend this
     /// is "everything that the last `advance` made due has run".
     pub fn wait_idle(&self, timeout: Duration) -> bool {
-        let limit = Instant::now() + timeout;
+        let limit = Instant::now().checked_add(timeout);
         loop {
             if self.is_idle() {
                 return true;
             }
-            if Instant::now() >= limit {
+            if limit.is_some_and(|l| Instant::now() >= l) {
                 return false;
             }
             let mut s = self.inner.state.lock();
@@ -465,18 +466,21 @@ impl DurablePool {
     }
 
     fn is_idle(&self) -> bool {
-        if self.inner.state.lock().busy > 0 {
-            return false;
-        }
+        // In the order items move: due head, then in flight, then busy. An
+        // item claimed after the head read is in flight at the counts read,
+        // or (settled since) its worker is still counted busy.
         let backend = self.inner.taker.backend();
-        let (Ok(counts), Ok(head), Ok(now)) = (
-            backend.counts(),
-            backend.peek_deadline_ms(),
-            backend.server_time_ms(),
-        ) else {
+        let (Ok(head), Ok(now)) = (backend.peek_deadline_ms(), backend.server_time_ms()) else {
             return false;
         };
-        counts.in_flight == 0 && head.is_none_or(|at| at > now)
+        if head.is_some_and(|at| at <= now) {
+            return false;
+        }
+        match backend.counts() {
+            Ok(counts) if counts.in_flight == 0 => {}
+            _ => return false,
+        }
+        self.inner.state.lock().busy == 0
     }
 
     /// Stops claiming: workers finish and ack the runs in progress, then

@@ -155,9 +155,10 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// # Errors
     ///
-    /// [`DurableError`] when the store refuses (out of memory) or cannot be
-    /// reached within its timeout; nothing is then written. A put may be
-    /// retried safely: it is idempotent by id.
+    /// [`DurableError::Refused`] when the store refuses (out of memory):
+    /// nothing was written. [`DurableError::Unavailable`] when it could not
+    /// be reached within its timeout: the put may or may not have landed;
+    /// repeat it (it is idempotent by id) or remove the id.
     pub fn put(&self, id: &str, value: &T, delay: Duration) -> Result<Put, DurableError> {
         self.put_with(id, value, When::After(delay), PutMode::Replace)
     }

@@ -30,6 +30,10 @@ use super::backend::{
 use super::scripts;
 use super::{DurableQueue, Payload, QueueOptions};
 
+/// The budget of the one attempt an idempotent call gets past its
+/// `op_timeout` when its only attempt failed (see `run`).
+const GRACE: Duration = Duration::from_millis(250);
+
 /// The most items one claim script leases.
 const MAX_CLAIM: usize = 100;
 
@@ -334,14 +338,22 @@ impl RedisBackend {
         idempotent: bool,
         mut f: impl FnMut(&mut Connection) -> RedisResult<R>,
     ) -> Result<R, DurableError> {
-        let limit = Instant::now() + self.opts.op_timeout;
+        let limit = Instant::now()
+            .checked_add(self.opts.op_timeout)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600));
         let mut backoff = Duration::from_millis(10);
+        // One attempt past the deadline, for an idempotent call whose only
+        // attempt failed: a process paused (SIGSTOP, a VM stall) during the
+        // read finds op_timeout spent, while the server answered long ago.
+        // The retry (a settle answers from its receipt) costs at most GRACE.
+        let mut grace = idempotent;
         loop {
             let pooled = self.idle.lock().pop();
             // One attempt never outlasts what is left of op_timeout.
-            let left = limit
-                .saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1));
+            let left = match limit.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => left,
+                _ => GRACE.min(self.opts.op_timeout),
+            };
             let conn = pooled
                 .map_or_else(|| self.connect_within(left), Ok)
                 .and_then(|c| {
@@ -369,9 +381,16 @@ impl RedisBackend {
                 }
                 Err(err) => err,
             };
-            if !idempotent || Instant::now() + backoff >= limit {
+            if !idempotent {
                 return Err(DurableError::Unavailable(err.to_string()));
             }
+            if Instant::now() + backoff >= limit {
+                if !std::mem::take(&mut grace) {
+                    return Err(DurableError::Unavailable(err.to_string()));
+                }
+                continue;
+            }
+            grace = false;
             std::thread::sleep(backoff);
             backoff = (backoff * 2).min(Duration::from_millis(200));
         }
@@ -672,20 +691,29 @@ impl DurableBackend for RedisBackend {
     }
 
     fn wait(&self, due: Option<Duration>, limit: Duration) -> Result<bool, DurableError> {
+        // Both `due` and `limit` are deadlines; Redis may time a block out
+        // one cron period late, so block until a period before the nearer
+        // one and nap the rest. Capped: no Duration overflow, and a timeout
+        // Redis accepts.
+        const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
         let mut block = due
             .map_or(limit, |d| d.min(limit))
+            .min(MAX_WAIT)
             .max(Duration::from_millis(1));
-        if due.is_some() && block <= self.timer_slack {
-            // Redis would time this out up to a cron period late: sleep
-            // here instead. A new earlier head put meanwhile waits at most
-            // this nap (< timer_slack).
+        if block <= self.timer_slack {
+            if due.is_none_or(|d| limit < d) {
+                // The caller's own limit: take a marker already set, without
+                // blocking, then nap.
+                let popped: Vec<String> =
+                    self.run(true, |c| redis::cmd("ZPOPMIN").arg(&self.keys[4]).query(c))?;
+                if !popped.is_empty() {
+                    return Ok(true);
+                }
+            }
             self.nap(block);
             return Ok(false);
         }
-        if due.is_some_and(|d| d <= limit) {
-            // Wake a cron period early; the next wait is a precise nap.
-            block -= self.timer_slack;
-        }
+        block -= self.timer_slack;
         let mut slot = self.blocking.lock();
         if slot.is_none() {
             let conn = self

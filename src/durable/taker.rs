@@ -47,6 +47,8 @@ struct Local {
     closed: bool,
     /// Ids of claimed items released unstarted since close.
     released: Vec<String>,
+    /// Takers releasing a closed buffer right now.
+    releasing: usize,
 }
 
 /// How a leader's turn ended.
@@ -82,9 +84,11 @@ impl Taker {
         let out = loop {
             if local.closed {
                 let items = self.take_buffer(&mut local);
+                local.releasing += 1;
                 drop(local);
                 self.release_now(items);
                 local = self.local.lock();
+                local.releasing -= 1;
                 break Ok(None);
             }
             if let Some(item) = local.buffer.pop_front() {
@@ -150,6 +154,14 @@ impl Taker {
         if !local.leader && local.takers > 0 {
             // Leaving with a follower still waiting: make sure it leads.
             self.cv.notify_one();
+        }
+        // Never keep more claimed items than takers: a buffered lease is not
+        // heartbeated, so a surplus (claimed for takers that left) goes back.
+        let keep = local.takers;
+        if local.buffer.len() > keep {
+            let surplus: Vec<Claimed> = local.buffer.drain(keep..).collect();
+            drop(local);
+            self.release_now(surplus);
         }
         out
     }
@@ -232,7 +244,7 @@ impl Taker {
         // end (its store wait was just interrupted; a claim is one round
         // trip), then report every id released since close.
         let mut local = self.local.lock();
-        while local.leader {
+        while local.leader || local.releasing > 0 {
             self.cv
                 .wait_until(&mut local, Instant::now() + Duration::from_millis(5));
         }
