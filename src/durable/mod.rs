@@ -51,9 +51,15 @@ mod envelope;
 mod leases;
 mod memory;
 mod pool;
+mod pool_builder;
 mod queue;
 #[cfg(feature = "redis")]
 mod redis_backend;
+#[cfg(feature = "redis")]
+mod redis_checks;
+#[cfg(feature = "redis")]
+mod redis_client;
+mod runner;
 #[cfg(feature = "redis")]
 mod scripts;
 pub(crate) mod taker;
@@ -65,10 +71,13 @@ pub use backend::{
 pub use delivery::Delivery;
 pub use envelope::Payload;
 pub use memory::MemoryBackend;
-pub use pool::{DurablePool, DurablePoolBuilder, DurableStats, HandlerError, JobInfo};
+pub use pool::{DurablePool, DurableStats, HandlerError, JobInfo};
+pub use pool_builder::DurablePoolBuilder;
 pub use queue::{DeadLetter, DurableQueue, QueueOptions, Removed};
 #[cfg(feature = "redis")]
-pub use redis_backend::{RedisBackend, RedisOptions};
+pub use redis_backend::RedisBackend;
+#[cfg(feature = "redis")]
+pub use redis_client::RedisOptions;
 
 /// A [`DurableQueue`] on Redis (feature `redis`).
 #[cfg(feature = "redis")]

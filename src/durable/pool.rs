@@ -4,38 +4,25 @@
 //! Closures cannot be persisted, so a durable task is (kind, id, payload):
 //! every process registers the handlers of the kinds it runs, at build time.
 //!
-//! Invariants:
-//!
-//! - Every claimed item is settled exactly once by the worker that ran it:
-//!   acked (or rescheduled, for a periodic chain) after its handler
-//!   returned `Ok`; nacked with backoff after an error or panic; dead-lettered
-//!   once `max_attempts` claims failed. A settle the store refuses means the
-//!   lease was lost; a settle that cannot reach the store leaves the item to
-//!   come back after its lease. Either way nothing is dropped.
-//! - `busy` counts workers between a claim and its settle; `running` counts
-//!   live worker threads. Both change under `State`'s lock and notify `cv`,
-//!   which `wait_idle` and `await_termination` wait on.
+//! This file is the public face: scheduling, cancel, counters, idleness and
+//! shutdown. The builder is `pool_builder.rs`; the workers and how a run
+//! settles its item, `runner.rs` (with the invariants).
 
 use std::collections::HashMap;
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use parking_lot::{Condvar, Mutex};
-
-use super::backend::{Claimed, Counts, DurableBackend, DurableError, Put, PutMode, Repeat, When};
-use super::delivery::Delivery;
+use super::backend::{Counts, DurableBackend, DurableError, Put, PutMode, Repeat, When};
 use super::envelope::{self, Payload};
+use super::pool_builder::DurablePoolBuilder;
 use super::queue::QueueOptions;
-use super::taker::Taker;
+use super::runner::Inner;
 
 /// What a handler returns on failure: any error. The item is retried with
 /// backoff, then dead-lettered.
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
-
-type Handler = Box<dyn Fn(&[u8], &JobInfo) -> Result<(), HandlerError> + Send + Sync>;
 
 /// What a handler knows about the run it is in.
 #[derive(Debug, Clone)]
@@ -84,164 +71,12 @@ pub struct DurableStats {
     pub lease_lost: u64,
 }
 
-#[derive(Default)]
-struct Counters {
-    succeeded: AtomicU64,
-    failed: AtomicU64,
-    retried: AtomicU64,
-    dead_lettered: AtomicU64,
-    lease_lost: AtomicU64,
-}
-
-/// Configures a [`DurablePool`]; from [`DurablePool::builder`].
-pub struct DurablePoolBuilder {
-    backend: Arc<dyn DurableBackend>,
-    threads: usize,
-    name: String,
-    opts: QueueOptions,
-    backoff: (Duration, Duration),
-    handlers: HashMap<String, Handler>,
-}
-
-impl DurablePoolBuilder {
-    /// Worker threads (default: the number of CPUs). Zero makes a
-    /// producer-only pool: it schedules and cancels items of any kind (it
-    /// cannot check them against handlers it does not have) and runs none.
-    pub fn threads(mut self, n: usize) -> Self {
-        self.threads = n;
-        self
-    }
-
-    /// The worker threads' name prefix (default `schedpool-durable`).
-    pub fn name(mut self, prefix: impl Into<String>) -> Self {
-        self.name = prefix.into();
-        self
-    }
-
-    /// The lease of each claim (default 30 s); see [`QueueOptions::lease`].
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.opts.lease = lease;
-        self
-    }
-
-    /// The longest sleep without asking the store (default 5 s).
-    pub fn max_block(mut self, max_block: Duration) -> Self {
-        self.opts.max_block = max_block;
-        self
-    }
-
-    /// Claims of one item before it is dead-lettered (default 5; 0: retry
-    /// forever). Failed runs count, and so do lease expiries (a killed
-    /// holder) and releases of items claimed but never started.
-    pub fn max_attempts(mut self, n: u32) -> Self {
-        self.opts.max_attempts = n;
-        self
-    }
-
-    /// The retry backoff after a failed run: `base` × 2^(attempt − 1),
-    /// capped at `max` (default 1 s and 5 min).
-    pub fn retry_backoff(mut self, base: Duration, max: Duration) -> Self {
-        self.backoff = (base, max);
-        self
-    }
-
-    /// Registers the handler of `kind`: it gets the decoded payload and the
-    /// run's [`JobInfo`]. Registering a kind again replaces its handler.
-    pub fn handler<T, F>(mut self, kind: &str, handler: F) -> Self
-    where
-        T: Payload + 'static,
-        F: Fn(&T, &JobInfo) -> Result<(), HandlerError> + Send + Sync + 'static,
-    {
-        let run: Handler = Box::new(move |bytes, info| {
-            let value = envelope::decode::<T>(&info.id, bytes)?;
-            handler(&value, info)
-        });
-        self.handlers.insert(kind.to_string(), run);
-        self
-    }
-
-    /// Starts the workers.
-    ///
-    /// # Errors
-    ///
-    /// [`DurableError::Config`] for workers without any handler, a kind over
-    /// 255 bytes, invalid options, or a worker thread that could not be
-    /// spawned.
-    pub fn build(self) -> Result<DurablePool, DurableError> {
-        if self.threads > 0 && self.handlers.is_empty() {
-            return Err(DurableError::Config(
-                "a pool with workers needs at least one handler (threads(0) makes a producer-only pool)"
-                    .into(),
-            ));
-        }
-        if let Some(kind) = self.handlers.keys().find(|k| k.len() > 255) {
-            return Err(DurableError::Config(format!(
-                "kind longer than 255 bytes: {kind:?}"
-            )));
-        }
-        self.opts.check()?;
-        let inner = Arc::new(Inner {
-            producer_only: self.threads == 0,
-            taker: Taker::new(self.backend, self.opts),
-            handlers: self.handlers,
-            backoff: self.backoff,
-            state: Mutex::new(State::default()),
-            cv: Condvar::new(),
-            counters: Counters::default(),
-        });
-        let pool = DurablePool { inner };
-        for i in 0..self.threads {
-            let inner = pool.inner.clone();
-            inner.state.lock().running += 1;
-            let spawned = std::thread::Builder::new()
-                .name(format!("{}-{i}", self.name))
-                .spawn(move || inner.work());
-            if let Err(err) = spawned {
-                pool.inner.state.lock().running -= 1;
-                pool.shutdown();
-                return Err(DurableError::Config(format!(
-                    "could not spawn a worker: {err}"
-                )));
-            }
-        }
-        Ok(pool)
-    }
-}
-
-impl fmt::Debug for DurablePoolBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DurablePoolBuilder")
-            .field("threads", &self.threads)
-            .field("opts", &self.opts)
-            .field("kinds", &self.handlers.keys().collect::<Vec<_>>())
-            .finish()
-    }
-}
-
 /// A pool of worker threads running durable items: handlers by kind,
 /// retries with backoff, a dead-letter set, durable periodic chains.
 ///
 /// See the [module docs](super) for an example.
 pub struct DurablePool {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    /// No workers: any kind may be scheduled.
-    producer_only: bool,
-    taker: Taker,
-    handlers: HashMap<String, Handler>,
-    backoff: (Duration, Duration),
-    state: Mutex<State>,
-    cv: Condvar,
-    counters: Counters,
-}
-
-#[derive(Default)]
-struct State {
-    running: usize,
-    busy: usize,
-    shutdown: bool,
+    pub(super) inner: Arc<Inner>,
 }
 
 impl DurablePool {
@@ -544,118 +379,5 @@ impl fmt::Debug for DurablePool {
             .field("busy", &s.busy)
             .field("shutdown", &s.shutdown)
             .finish()
-    }
-}
-
-impl Inner {
-    fn work(self: Arc<Self>) {
-        loop {
-            let claimed = match self.taker.take(None) {
-                Ok(Some(c)) => c,
-                Ok(None) => break,
-                // `take(None)` retries store failures itself; an error here
-                // means nothing was claimed.
-                Err(_) => continue,
-            };
-            self.state.lock().busy += 1;
-            self.run(claimed);
-            let mut s = self.state.lock();
-            s.busy -= 1;
-            self.cv.notify_all();
-        }
-        let mut s = self.state.lock();
-        s.running -= 1;
-        self.cv.notify_all();
-    }
-
-    fn run(&self, mut claimed: Claimed) {
-        let bytes = std::mem::take(&mut claimed.envelope);
-        let env = match envelope::open(&bytes) {
-            Ok(env) => env,
-            Err(err) => {
-                tracing::error!(target: "schedpool::durable", id = %claimed.id, error = %err,
-                    "undecodable item moved to the dead-letter set");
-                let d = Delivery::new(claimed, (), "", None, &self.taker.leases);
-                self.count_settle(d.dead_letter(), &self.counters.dead_lettered);
-                return;
-            }
-        };
-        let delivery = Delivery::new(claimed, (), env.kind, env.repeat, &self.taker.leases);
-        let info = JobInfo {
-            id: delivery.id().to_string(),
-            kind: env.kind.to_string(),
-            attempt: delivery.attempt(),
-            token: delivery.token(),
-            deadline_ms: delivery.deadline_ms(),
-            claimed_ms: delivery.claimed_ms(),
-            lateness: delivery.lateness(),
-        };
-        let span = tracing::info_span!(
-            target: "schedpool::durable",
-            "task",
-            id = %info.id,
-            kind = %info.kind,
-            attempt = info.attempt,
-            token = info.token,
-            lateness_ms = info.lateness.as_millis() as u64,
-        );
-        let _entered = span.enter();
-        let outcome = match self.handlers.get(env.kind) {
-            Some(handler) => match catch_unwind(AssertUnwindSafe(|| handler(env.payload, &info))) {
-                Ok(result) => result.map_err(|e| e.to_string()),
-                Err(panic) => Err(format!(
-                    "panicked: {}",
-                    crate::error::panic_message(&*panic)
-                )),
-            },
-            None => Err(format!(
-                "no handler for kind {:?} in this process",
-                info.kind
-            )),
-        };
-        match outcome {
-            Ok(()) => {
-                let settled = match delivery.repeat() {
-                    Some(repeat) => delivery.reschedule(repeat).map(drop),
-                    None => delivery.ack(),
-                };
-                self.count_settle(settled, &self.counters.succeeded);
-            }
-            Err(why) => {
-                self.counters.failed.fetch_add(1, Ordering::Relaxed);
-                let max = self.taker.opts.max_attempts;
-                if max > 0 && info.attempt >= max {
-                    tracing::error!(target: "schedpool::durable", error = %why,
-                        "run failed; attempts exhausted, moved to the dead-letter set");
-                    self.count_settle(delivery.dead_letter(), &self.counters.dead_lettered);
-                } else {
-                    let backoff = self.backoff(info.attempt);
-                    tracing::warn!(target: "schedpool::durable", error = %why,
-                        retry_in_ms = backoff.as_millis() as u64, "run failed; will retry");
-                    self.count_settle(delivery.nack(backoff), &self.counters.retried);
-                }
-            }
-        }
-    }
-
-    fn backoff(&self, attempt: u32) -> Duration {
-        let (base, max) = self.backoff;
-        let factor = 1u32 << attempt.saturating_sub(1).min(20);
-        base.saturating_mul(factor).min(max)
-    }
-
-    fn count_settle(&self, settled: Result<(), DurableError>, on_ok: &AtomicU64) {
-        match settled {
-            Ok(()) => {
-                on_ok.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(DurableError::LeaseLost) => {
-                self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(target: "schedpool::durable",
-                    "lease lost before the settle: another holder has the item, or it was cancelled");
-            }
-            Err(err) => tracing::warn!(target: "schedpool::durable", error = %err,
-                "could not settle; the item returns when its lease expires"),
-        }
     }
 }
