@@ -228,17 +228,10 @@ impl Taker {
         self.local.lock().closed
     }
 
-    /// Ids of items claimed but not handed out, released now (for
-    /// `shutdown_now`), after closing.
+    /// Closes, then returns the ids of every item claimed but not handed
+    /// out, once they are all released (for `shutdown_now`).
     pub(crate) fn close_and_list(&self) -> Vec<String> {
-        let items = {
-            let mut local = self.local.lock();
-            local.closed = true;
-            self.take_buffer(&mut local)
-        };
-        self.cv.notify_all();
-        self.backend().unblock();
-        self.release_now(items);
+        self.close();
         // A leader turn in progress may still bring claimed items, which
         // it releases itself once it sees `closed`: wait for that turn to
         // end (its store wait was just interrupted; a claim is one round
