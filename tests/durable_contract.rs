@@ -224,6 +224,29 @@ fn release_goes_back_to_the_front(b: &dyn DurableBackend) {
     }
 }
 
+fn defer_does_not_count_an_attempt(b: &dyn DurableBackend) {
+    let deadline = put(b, "d", 0);
+    for _ in 0..3 {
+        let held = claim_n(b, 1, LEASE).remove(0);
+        assert_eq!(held.attempt, 1, "a deferred claim is not an attempt");
+        assert_eq!(held.deadline_ms, deadline);
+        let before = b.server_time_ms().unwrap();
+        assert!(b
+            .nack("d", held.token, Nack::Defer(Duration::from_millis(20)))
+            .unwrap());
+        let again = claim_n(b, 1, LEASE).remove(0);
+        assert!(again.due_ms >= before + 20, "the pause is kept: {again:?}");
+        assert!(b
+            .nack("d", again.token, Nack::Defer(Duration::ZERO))
+            .unwrap());
+    }
+    // With max_attempts 1, deferrals never dead-letter it.
+    let held = claim_n(b, 1, Duration::from_millis(20)).remove(0);
+    assert_eq!(held.attempt, 1);
+    assert!(b.ack("d", held.token).unwrap());
+    assert_eq!(b.counts().unwrap().dead, 0);
+}
+
 fn reschedule(b: &dyn DurableBackend) {
     let deadline = put(b, "r", 0);
     let held = claim_n(b, 1, LEASE).remove(0);
@@ -348,6 +371,7 @@ contract!(
     lease_expiry_and_dead_letters,
     nack_retry_keeps_deadline,
     release_goes_back_to_the_front,
+    defer_does_not_count_an_attempt,
     reschedule,
     cancel_everywhere,
     wake_ups,

@@ -357,3 +357,53 @@ fn a_producer_only_pool_schedules_for_the_fleet() {
         "no workers: terminated at once"
     );
 }
+
+#[test]
+fn a_process_without_the_handler_defers_the_item_to_one_that_has_it() {
+    // A rolling deploy: the old process (kind "a" only) claims items of the
+    // new kind "b" before the new process is up. It must hand them back
+    // without using up attempts, so they are not dead-lettered.
+    let clock = ManualClock::new();
+    let backend = MemoryBackend::with_clock(clock.clone());
+    let old = DurablePool::builder(backend.clone())
+        .threads(1)
+        .max_attempts(2)
+        .retry_backoff(Duration::from_secs(1), Duration::from_secs(60))
+        .handler("a", |_: &(), _| Ok(()))
+        .build()
+        .unwrap();
+    let producer = DurablePool::builder(backend.clone())
+        .threads(0)
+        .build()
+        .unwrap();
+    producer
+        .schedule("b", "new-kind", &7u64, Duration::ZERO)
+        .unwrap();
+    for _ in 0..5 {
+        clock.advance(Duration::from_secs(1));
+        assert!(old.wait_idle(WAIT));
+    }
+    assert!(old.stats().deferred >= 5, "{:?}", old.stats());
+    assert_eq!(
+        old.counts().unwrap().dead,
+        0,
+        "never dead-lettered for a missing handler"
+    );
+    let log: Log = Arc::default();
+    let l = log.clone();
+    let new = DurablePool::builder(backend)
+        .threads(1)
+        .handler("b", move |v: &u64, info| {
+            l.lock().unwrap().push((*v, info.attempt, info.deadline_ms));
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    old.shutdown();
+    assert!(old.await_termination(WAIT));
+    clock.advance(Duration::from_secs(1));
+    assert!(new.wait_idle(WAIT));
+    let log = log.lock().unwrap();
+    assert_eq!(log.len(), 1);
+    assert_eq!((log[0].0, log[0].1), (7, 1), "the first real attempt");
+}

@@ -79,6 +79,12 @@ pub enum Nack {
     /// of a backlog): an item handed back unstarted (a dropped delivery,
     /// claimed-but-not-started items at close or shutdown).
     Release,
+    /// Back to pending `delay` after now, as if this claim had not happened:
+    /// the attempt is not counted. For an item this holder cannot run (its
+    /// pool has no handler for the kind, say mid-way through a rolling
+    /// deploy), so another holder gets it and it is never dead-lettered
+    /// for it.
+    Defer(Duration),
 }
 
 /// The next occurrence of a durable periodic item, computed by the backend

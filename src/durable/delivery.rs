@@ -169,6 +169,13 @@ impl<T> Delivery<T> {
         self.held(held)
     }
 
+    /// Gives the item back, due again after `delay`, without counting this
+    /// claim as an attempt (see [`Nack::Defer`]).
+    pub(crate) fn defer(mut self, delay: Duration) -> Result<(), DurableError> {
+        let held = self.settle(|b, id, token| b.nack(id, token, Nack::Defer(delay)))?;
+        self.held(held)
+    }
+
     /// Sets this lease to expire `lease` from now, and keeps heartbeats
     /// renewing it to that length.
     ///

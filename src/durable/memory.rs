@@ -394,6 +394,16 @@ impl DurableBackend for MemoryBackend {
                     self.inner.woken.notify_one();
                 }
             }
+            Nack::Defer(delay) => {
+                let at = now.saturating_add(ceil_ms(delay)).min(MAX_MS);
+                let item = s.items.get_mut(id).expect("held");
+                item.due = at;
+                item.attempts = item.attempts.saturating_sub(1);
+                s.set(id, Place::Due(at));
+                if s.wake_if_head(id) {
+                    self.inner.woken.notify_one();
+                }
+            }
             Nack::Retry(delay) => {
                 let at = now.saturating_add(ceil_ms(delay)).min(MAX_MS);
                 s.items.get_mut(id).expect("held").due = at;

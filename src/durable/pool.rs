@@ -69,6 +69,9 @@ pub struct DurableStats {
     pub dead_lettered: u64,
     /// Settles refused because the lease had been lost.
     pub lease_lost: u64,
+    /// Items given back unrun because this pool has no handler for their
+    /// kind (they are not counted as attempts).
+    pub deferred: u64,
 }
 
 /// A pool of worker threads running durable items: handlers by kind,
@@ -279,6 +282,7 @@ impl DurablePool {
             retried: get(&c.retried),
             dead_lettered: get(&c.dead_lettered),
             lease_lost: get(&c.lease_lost),
+            deferred: get(&c.deferred),
         }
     }
 

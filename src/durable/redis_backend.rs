@@ -262,6 +262,7 @@ impl DurableBackend for RedisBackend {
             Nack::Retry(d) => ("retry", ceil_ms(d)),
             Nack::Dead => ("dead", 0),
             Nack::Release => ("release", 0),
+            Nack::Defer(d) => ("defer", ceil_ms(d)),
         };
         let r: i64 = self.redis.invoke_for(
             Some(id),

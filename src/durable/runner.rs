@@ -54,6 +54,7 @@ pub(super) struct Counters {
     pub(super) retried: AtomicU64,
     pub(super) dead_lettered: AtomicU64,
     pub(super) lease_lost: AtomicU64,
+    pub(super) deferred: AtomicU64,
 }
 
 impl Inner {
@@ -109,17 +110,21 @@ impl Inner {
             lateness_ms = info.lateness.as_millis() as u64,
         );
         let _entered = span.enter();
-        let outcome = match self.handlers.get(env.kind) {
-            Some(handler) => match catch_unwind(AssertUnwindSafe(|| handler(env.payload, &info))) {
-                Ok(result) => result.map_err(|e| e.to_string()),
-                Err(panic) => Err(format!(
-                    "panicked: {}",
-                    crate::error::panic_message(&*panic)
-                )),
-            },
-            None => Err(format!(
-                "no handler for kind {:?} in this process",
-                info.kind
+        let Some(handler) = self.handlers.get(env.kind) else {
+            // Another process (a newer deploy) may have the handler: give
+            // the item back without using up an attempt, after a pause so
+            // this process does not spin on it.
+            let pause = self.backoff.0;
+            tracing::warn!(target: "schedpool::durable", retry_in_ms = pause.as_millis() as u64,
+                "no handler for this kind in this process; deferred for another");
+            self.count_settle(delivery.defer(pause), &self.counters.deferred);
+            return;
+        };
+        let outcome = match catch_unwind(AssertUnwindSafe(|| handler(env.payload, &info))) {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(panic) => Err(format!(
+                "panicked: {}",
+                crate::error::panic_message(&*panic)
             )),
         };
         match outcome {

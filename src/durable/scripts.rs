@@ -191,7 +191,8 @@ return 1
     )
 }
 
-/// ARGV: id, token, "retry" | "dead", delay ms. Returns 1 or 0 (not held).
+/// ARGV: id, token, "retry" | "dead" | "release" | "defer", delay ms.
+/// Returns 1, or 0 when the token does not hold it.
 pub(crate) fn nack() -> String {
     script(
         " flags=allow-oom",
@@ -207,6 +208,13 @@ if ARGV[3] == 'dead' then
 elseif ARGV[3] == 'release' then
   redis.call('ZADD', KEYS[1], h[4], id)
   wake_if_head(id, h[4])
+elseif ARGV[3] == 'defer' then
+  local at = now + tonumber(ARGV[4])
+  local att = h[2] - 1
+  if att < 0 then att = 0 end
+  redis.call('HSET', KEYS[4], id, pack(h[1], att, h[3], at))
+  redis.call('ZADD', KEYS[1], at, id)
+  wake_if_head(id, at)
 else
   local at = now + tonumber(ARGV[4])
   redis.call('HSET', KEYS[4], id, pack(h[1], h[2], h[3], at))
