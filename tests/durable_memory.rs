@@ -407,3 +407,34 @@ fn a_process_without_the_handler_defers_the_item_to_one_that_has_it() {
     assert_eq!(log.len(), 1);
     assert_eq!((log[0].0, log[0].1), (7, 1), "the first real attempt");
 }
+
+#[test]
+fn a_handler_sees_its_lease_lost_when_the_item_is_cancelled_mid_run() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pool = DurablePool::builder(MemoryBackend::new())
+        .threads(1)
+        .lease(Duration::from_millis(300))
+        .handler("long", move |_: &(), info| {
+            tx.send("started").unwrap();
+            let until = Instant::now() + Duration::from_secs(5);
+            while !info.lease_lost() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            tx.send(if info.lease_lost() { "lost" } else { "kept" })
+                .unwrap();
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    pool.schedule("long", "job", &(), Duration::ZERO).unwrap();
+    assert_eq!(rx.recv_timeout(WAIT).unwrap(), "started");
+    assert!(pool.cancel("job").unwrap());
+    assert_eq!(
+        rx.recv_timeout(WAIT).unwrap(),
+        "lost",
+        "the next heartbeat tells the handler"
+    );
+    assert!(pool.wait_idle(WAIT));
+    assert_eq!(pool.stats().lease_lost, 1, "its ack was refused");
+    assert_eq!(pool.stats().succeeded, 0);
+}

@@ -131,6 +131,10 @@ impl<T> Delivery<T> {
         self.lease.cell.lost()
     }
 
+    pub(crate) fn lease_cell(&self) -> Arc<super::leases::LeaseCell> {
+        self.lease.cell.clone()
+    }
+
     pub(crate) fn repeat(&self) -> Option<Repeat> {
         self.repeat
     }

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::backend::{Counts, DurableBackend, DurableError, Put, PutMode, Repeat, When};
 use super::envelope::{self, Payload};
+use super::leases::LeaseCell;
 use super::pool_builder::DurablePoolBuilder;
 use super::queue::QueueOptions;
 use super::runner::Inner;
@@ -46,9 +47,18 @@ pub struct JobInfo {
     pub claimed_ms: u64,
     /// How late the claim was by the store's clock.
     pub lateness: Duration,
+    pub(super) lease: Arc<LeaseCell>,
 }
 
 impl JobInfo {
+    /// True once the store refused to extend this run's lease: it was
+    /// cancelled, replaced by a new put, or its lease expired (this process
+    /// stalled) and another holder may be running it. A long handler can
+    /// check it between steps and stop early; its ack will fail anyway.
+    pub fn lease_lost(&self) -> bool {
+        self.lease.lost()
+    }
+
     /// [`deadline_ms`](Self::deadline_ms) as a `SystemTime`.
     pub fn deadline(&self) -> SystemTime {
         super::delivery::ms_to_time(self.deadline_ms)

@@ -99,6 +99,7 @@ impl Inner {
             deadline_ms: delivery.deadline_ms(),
             claimed_ms: delivery.claimed_ms(),
             lateness: delivery.lateness(),
+            lease: delivery.lease_cell(),
         };
         let span = tracing::info_span!(
             target: "schedpool::durable",
