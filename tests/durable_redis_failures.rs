@@ -18,6 +18,7 @@
 //! re-execute this binary (see `redis_support::child`) and report progress
 //! on stdout as `@@ TAG field...` lines.
 
+mod durable_support;
 mod redis_support;
 
 use std::collections::{HashMap, HashSet};
@@ -992,72 +993,6 @@ fn t10_ack_and_cancel_whose_reply_was_lost_report_what_happened() {
 // T11: Redis unavailable for 5 s
 // ---------------------------------------------------------------------------
 
-/// A backend that counts claim attempts and delegates to Redis.
-#[derive(Debug)]
-struct Counting {
-    inner: RedisBackend,
-    claims: Arc<AtomicUsize>,
-}
-
-impl DurableBackend for Counting {
-    fn put(
-        &self,
-        id: &str,
-        envelope: &[u8],
-        when: When,
-        mode: PutMode,
-    ) -> Result<Put, DurableError> {
-        self.inner.put(id, envelope, when, mode)
-    }
-    fn claim(
-        &self,
-        lease: Duration,
-        max: usize,
-        max_attempts: u32,
-    ) -> Result<ClaimBatch, DurableError> {
-        self.claims.fetch_add(1, Ordering::SeqCst);
-        self.inner.claim(lease, max, max_attempts)
-    }
-    fn extend(&self, leases: &[(&str, u64)], lease: Duration) -> Result<Vec<bool>, DurableError> {
-        self.inner.extend(leases, lease)
-    }
-    fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError> {
-        self.inner.ack(id, token)
-    }
-    fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError> {
-        self.inner.nack(id, token, to)
-    }
-    fn ack_and_reschedule(
-        &self,
-        id: &str,
-        token: u64,
-        repeat: Repeat,
-    ) -> Result<Option<u64>, DurableError> {
-        self.inner.ack_and_reschedule(id, token, repeat)
-    }
-    fn cancel(&self, id: &str) -> Result<Cancelled, DurableError> {
-        self.inner.cancel(id)
-    }
-    fn wait(&self, due: Option<Duration>, limit: Duration) -> Result<bool, DurableError> {
-        self.inner.wait(due, limit)
-    }
-    fn unblock(&self) {
-        self.inner.unblock()
-    }
-    fn counts(&self) -> Result<Counts, DurableError> {
-        self.inner.counts()
-    }
-    fn peek_deadline_ms(&self) -> Result<Option<u64>, DurableError> {
-        self.inner.peek_deadline_ms()
-    }
-    fn server_time_ms(&self) -> Result<u64, DurableError> {
-        self.inner.server_time_ms()
-    }
-    fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError> {
-        self.inner.dead_letters(max)
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Outage {
     /// kill -9, restart on the same port and directory: connections refused.
@@ -1076,15 +1011,10 @@ fn t11(outage: Outage, name: &str) {
             .unwrap()
     };
     let producer: RedisDelayQueue<u64> = DurableQueue::with_options(connect(), opts()).unwrap();
-    let claims = Arc::new(AtomicUsize::new(0));
-    let consumer: RedisDelayQueue<u64> = DurableQueue::with_options(
-        Counting {
-            inner: connect(),
-            claims: claims.clone(),
-        },
-        opts(),
-    )
-    .unwrap();
+    // Counts the consumer's claim attempts (tests/durable_support).
+    let counting = durable_support::Probed::new(connect());
+    let claims = counting.probe.clone();
+    let consumer: RedisDelayQueue<u64> = DurableQueue::with_options(counting, opts()).unwrap();
     let poller: RedisDelayQueue<u64> = DurableQueue::with_options(connect(), opts()).unwrap();
 
     // Before the outage: 40 items due over the next 8 s (before, during and
@@ -1125,7 +1055,7 @@ fn t11(outage: Outage, name: &str) {
     };
 
     thread::sleep(Duration::from_secs(1));
-    let claims_before = claims.load(Ordering::SeqCst);
+    let claims_before = claims.claims();
     let down_at = Instant::now();
     let pid = redis.pid().expect("running");
     match outage {
@@ -1144,7 +1074,7 @@ fn t11(outage: Outage, name: &str) {
     let probe_took = t.elapsed();
 
     thread::sleep(Duration::from_secs(5).saturating_sub(down_at.elapsed()));
-    let claims_during = claims.load(Ordering::SeqCst) - claims_before;
+    let claims_during = claims.claims() - claims_before;
     match outage {
         Outage::Killed => redis.restart(),
         Outage::Stopped => signal(pid, "CONT"),

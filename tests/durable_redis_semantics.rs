@@ -14,18 +14,18 @@
 //! `SCHEDPOOL_T8_DRAIN` (default 100,000; `all` drains everything) how many
 //! of the remaining items T8 drains in order after its cancels.
 
+mod durable_support;
 mod redis_support;
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use redis_support::{watchdog, Redis};
 use schedpool::durable::{
-    Cancelled, ClaimBatch, Counts, DurableBackend, DurableError, DurableQueue, Nack, Put, PutMode,
-    QueueOptions, RedisBackend, RedisDelayQueue, Removed, Repeat, When,
+    Counts, DurableBackend, DurableError, DurableQueue, Put, QueueOptions, RedisBackend,
+    RedisDelayQueue, Removed,
 };
 
 // ---------------------------------------------------------------------------
@@ -183,113 +183,10 @@ fn p99(samples: &mut [Duration]) -> Duration {
 
 // ---------------------------------------------------------------------------
 // A backend wrapper that counts claims and can run a hook after one
+// (tests/durable_support)
 // ---------------------------------------------------------------------------
 
-type Hook = Box<dyn FnOnce() + Send>;
-
-/// What the test sees of a [`Counting`] backend once the queue owns it.
-#[derive(Clone, Default)]
-struct Probe {
-    claims: Arc<AtomicUsize>,
-    /// Runs once, right after the next claim returns and before the taker
-    /// sees its reply (so the taker acts on a stale wait hint).
-    after_claim: Arc<Mutex<Option<Hook>>>,
-}
-
-impl Probe {
-    fn claims(&self) -> usize {
-        self.claims.load(Ordering::SeqCst)
-    }
-
-    fn arm(&self, hook: impl FnOnce() + Send + 'static) {
-        *self.after_claim.lock().unwrap() = Some(Box::new(hook));
-    }
-}
-
-/// Delegates everything to a [`RedisBackend`], counting `claim` calls.
-struct Counting {
-    inner: RedisBackend,
-    probe: Probe,
-}
-
-impl fmt::Debug for Counting {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Counting")
-            .field("inner", &self.inner)
-            .field("claims", &self.probe.claims())
-            .finish()
-    }
-}
-
-impl DurableBackend for Counting {
-    fn put(&self, id: &str, env: &[u8], when: When, mode: PutMode) -> Result<Put, DurableError> {
-        self.inner.put(id, env, when, mode)
-    }
-
-    fn claim(
-        &self,
-        lease: Duration,
-        max: usize,
-        max_attempts: u32,
-    ) -> Result<ClaimBatch, DurableError> {
-        self.probe.claims.fetch_add(1, Ordering::SeqCst);
-        let batch = self.inner.claim(lease, max, max_attempts);
-        let hook = self.probe.after_claim.lock().unwrap().take();
-        if let Some(hook) = hook {
-            hook();
-        }
-        batch
-    }
-
-    fn extend(&self, leases: &[(&str, u64)], lease: Duration) -> Result<Vec<bool>, DurableError> {
-        self.inner.extend(leases, lease)
-    }
-
-    fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError> {
-        self.inner.ack(id, token)
-    }
-
-    fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError> {
-        self.inner.nack(id, token, to)
-    }
-
-    fn ack_and_reschedule(
-        &self,
-        id: &str,
-        token: u64,
-        repeat: Repeat,
-    ) -> Result<Option<u64>, DurableError> {
-        self.inner.ack_and_reschedule(id, token, repeat)
-    }
-
-    fn cancel(&self, id: &str) -> Result<Cancelled, DurableError> {
-        self.inner.cancel(id)
-    }
-
-    fn wait(&self, due: Option<Duration>, limit: Duration) -> Result<bool, DurableError> {
-        self.inner.wait(due, limit)
-    }
-
-    fn unblock(&self) {
-        self.inner.unblock()
-    }
-
-    fn counts(&self) -> Result<Counts, DurableError> {
-        self.inner.counts()
-    }
-
-    fn peek_deadline_ms(&self) -> Result<Option<u64>, DurableError> {
-        self.inner.peek_deadline_ms()
-    }
-
-    fn server_time_ms(&self) -> Result<u64, DurableError> {
-        self.inner.server_time_ms()
-    }
-
-    fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError> {
-        self.inner.dead_letters(max)
-    }
-}
+use durable_support::{Probe, Probed};
 
 fn counting_queue(
     redis: &Redis,
@@ -300,7 +197,7 @@ fn counting_queue(
     let keys = Keys::of(&backend);
     let probe = Probe::default();
     let q = DurableQueue::with_options(
-        Counting {
+        Probed {
             inner: backend,
             probe: probe.clone(),
         },

@@ -6,107 +6,23 @@
 //! (as the round trips of a real store would) around the real operations:
 //! it changes no semantics, it only widens race windows deterministically.
 
+#[cfg(feature = "redis")]
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "redis")]
+use schedpool::durable::DurableError;
 use schedpool::durable::{
-    Cancelled, ClaimBatch, Counts, DurableBackend, DurableError, DurablePool, DurableQueue,
-    MemoryBackend, Nack, Put, PutMode, QueueOptions, Repeat, When,
+    DurableBackend, DurablePool, DurableQueue, MemoryBackend, PutMode, QueueOptions, When,
 };
 use schedpool::ManualClock;
 
-/// The in-memory backend with optional delays: `claim_before` sleeps before
-/// the claim runs (a claim in flight), `counts_after` sleeps after the
-/// counts were read (a reply in flight).
-#[derive(Debug, Clone)]
-struct Laggy {
-    inner: MemoryBackend,
-    claim_before: Arc<AtomicU64>,
-    counts_after: Arc<AtomicU64>,
-    nack_before: Arc<AtomicU64>,
-}
+mod durable_support;
 
-impl Laggy {
-    fn new(inner: MemoryBackend) -> Self {
-        Laggy {
-            inner,
-            claim_before: Arc::new(AtomicU64::new(0)),
-            counts_after: Arc::new(AtomicU64::new(0)),
-            nack_before: Arc::new(AtomicU64::new(0)),
-        }
-    }
-    fn claim_delay(self, ms: u64) -> Self {
-        self.claim_before.store(ms, Ordering::SeqCst);
-        self
-    }
-    fn nack_delay(self, ms: u64) -> Self {
-        self.nack_before.store(ms, Ordering::SeqCst);
-        self
-    }
-    fn counts_delay(self, ms: u64) -> Self {
-        self.counts_after.store(ms, Ordering::SeqCst);
-        self
-    }
-}
-
-fn nap(ms: &AtomicU64) {
-    let ms = ms.load(Ordering::SeqCst);
-    if ms > 0 {
-        std::thread::sleep(Duration::from_millis(ms));
-    }
-}
-
-impl DurableBackend for Laggy {
-    fn put(&self, id: &str, e: &[u8], when: When, mode: PutMode) -> Result<Put, DurableError> {
-        self.inner.put(id, e, when, mode)
-    }
-    fn claim(&self, lease: Duration, max: usize, ma: u32) -> Result<ClaimBatch, DurableError> {
-        nap(&self.claim_before);
-        self.inner.claim(lease, max, ma)
-    }
-    fn extend(&self, l: &[(&str, u64)], lease: Duration) -> Result<Vec<bool>, DurableError> {
-        self.inner.extend(l, lease)
-    }
-    fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError> {
-        self.inner.ack(id, token)
-    }
-    fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError> {
-        nap(&self.nack_before);
-        self.inner.nack(id, token, to)
-    }
-    fn ack_and_reschedule(
-        &self,
-        id: &str,
-        token: u64,
-        r: Repeat,
-    ) -> Result<Option<u64>, DurableError> {
-        self.inner.ack_and_reschedule(id, token, r)
-    }
-    fn cancel(&self, id: &str) -> Result<Cancelled, DurableError> {
-        self.inner.cancel(id)
-    }
-    fn wait(&self, due: Option<Duration>, limit: Duration) -> Result<bool, DurableError> {
-        self.inner.wait(due, limit)
-    }
-    fn unblock(&self) {
-        self.inner.unblock()
-    }
-    fn counts(&self) -> Result<Counts, DurableError> {
-        let c = self.inner.counts();
-        nap(&self.counts_after);
-        c
-    }
-    fn peek_deadline_ms(&self) -> Result<Option<u64>, DurableError> {
-        self.inner.peek_deadline_ms()
-    }
-    fn server_time_ms(&self) -> Result<u64, DurableError> {
-        self.inner.server_time_ms()
-    }
-    fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError> {
-        self.inner.dead_letters(max)
-    }
-}
+/// The in-memory backend with optional delays (before a claim or a nack,
+/// after a counts read): see `tests/durable_support`.
+type Laggy = durable_support::Probed<MemoryBackend>;
 
 fn opts(lease_ms: u64, max_block_ms: u64) -> QueueOptions {
     QueueOptions {
