@@ -14,6 +14,10 @@
 //!   shorter timeout. Waiters must accept gaining and losing leadership at
 //!   any time (a replaced leader later wakes, sees it is not leader, and
 //!   follows).
+//! - A push that does not create a new head signals nobody (Java `offer`):
+//!   whoever times the head, or the taker that leaves it untimed, is
+//!   responsible for it. So a producer pays for at most one wake-up per
+//!   burst; the takers wake each other in a cascade.
 //! - Every exit from a wait — return with the head, timeout, closed, or a
 //!   panic — goes through [`Handoff`]'s `Drop`, which signals one successor
 //!   when nobody is timing the head (no leader and the queue is not empty)
@@ -83,11 +87,20 @@ pub(crate) enum Wake {
 pub(crate) struct Handoff<'a, S: Waitable> {
     guard: MutexGuard<'a, S>,
     available: &'a Condvar,
+    /// This holder waited (or checked) for the head: its exit may have to
+    /// hand the timing of the head on (Java `take`'s `finally`). A holder
+    /// that only pushed or removed hands nothing on: a push signals only
+    /// when it made a new head, as Java's `offer`.
+    taker: bool,
 }
 
 impl<'a, S: Waitable> Handoff<'a, S> {
     pub(crate) fn new(guard: MutexGuard<'a, S>, available: &'a Condvar) -> Self {
-        Handoff { guard, available }
+        Handoff {
+            guard,
+            available,
+            taker: false,
+        }
     }
 
     /// A new earlier head was pushed (or the clock jumped): the leader's
@@ -100,6 +113,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
     /// Blocks until the head is due (returns [`Wake::Due`] with the lock
     /// held), the state is closed, or the real-time `limit` passes.
     pub(crate) fn wait_due(&mut self, clock: &Clock, limit: Option<Instant>) -> Wake {
+        self.taker = true;
         let me = {
             let leader = self.guard.leader();
             leader.next_id = leader.next_id.wrapping_add(1);
@@ -160,7 +174,8 @@ impl<S: Waitable> DerefMut for Handoff<'_, S> {
 impl<S: Waitable> Drop for Handoff<'_, S> {
     fn drop(&mut self) {
         let state = &mut *self.guard;
-        let untimed_work = state.leader().is_none() && state.head_deadline().is_some();
+        let untimed_work =
+            self.taker && state.leader().is_none() && state.head_deadline().is_some();
         if untimed_work || state.is_closed() {
             self.available.notify_one();
         }
