@@ -17,7 +17,7 @@ use crate::error::Rejected;
 use crate::handle::ScheduledHandle;
 use crate::periodic_task::{Control, PeriodicTask};
 use crate::pool::ScheduledThreadPool;
-use crate::task::{Header, Job, Kind};
+use crate::task::{Header, Kind};
 
 /// What a fixed-rate task does about runs it missed because it (or the
 /// pool) was late. tokio calls these `Burst`, `Skip` and `Delay`.
@@ -275,7 +275,7 @@ impl<'a> Periodic<'a> {
             body,
             control,
         ));
-        shared.enqueue(task.clone() as std::sync::Arc<dyn Job>, now)?;
+        shared.enqueue(&task, now)?;
         Ok(ScheduledHandle::new(task, std::sync::Arc::clone(shared)))
     }
 }

@@ -157,7 +157,7 @@ impl ScheduledThreadPool {
         let now = shared.clock.now();
         let header = Header::new(shared.next_seq(), after(now, delay), Kind::Once);
         let task = Arc::new(OnceTask::new(header, task));
-        shared.enqueue(task.clone(), now)?;
+        shared.enqueue(&task, now)?;
         Ok(ScheduledHandle::new(task, Arc::clone(shared)))
     }
 

@@ -197,11 +197,12 @@ impl Shared {
     // ===== submission (Java: delayedExecute) =====
 
     /// Queues a new task, starting a worker if the pool has fewer than its
-    /// core size. The task is dropped (outside the lock) when rejected.
+    /// core size. The queue takes its own reference; on `Err` it keeps none,
+    /// and the caller's drop (outside the lock) is the task's last.
     /// `now` is the clock reading its deadline was computed from.
-    pub(crate) fn enqueue(
+    pub(crate) fn enqueue<J: Job>(
         self: &Arc<Self>,
-        task: Arc<dyn Job>,
+        task: &Arc<J>,
         now: Nanos,
     ) -> Result<(), Rejected> {
         let mut state = self.handoff();
@@ -211,13 +212,15 @@ impl Shared {
             return Err(Rejected::shutdown());
         }
         state.accepted += 1;
-        if state.push(task.clone(), now) {
+        // The queue's reference is the only count this takes: the caller
+        // keeps its own for the handle.
+        if state.push(Arc::clone(task) as Arc<dyn Job>, now) {
             state.new_head();
         }
         let worker = state.reserve_worker(&self.config);
         drop(state);
         match worker {
-            Some(number) => self.start_worker(number, Some(&task)),
+            Some(number) => self.start_worker(number, Some((task.header(), data_ptr(task)))),
             None => Ok(()),
         }
     }
@@ -228,7 +231,7 @@ impl Shared {
     pub(crate) fn start_worker(
         self: &Arc<Self>,
         number: usize,
-        submitted: Option<&Arc<dyn Job>>,
+        submitted: Option<(&Header, *const u8)>,
     ) -> Result<(), Rejected> {
         let name = format!("{}-{}", self.config.thread_name, number);
         let shared = Arc::clone(self);
@@ -240,8 +243,8 @@ impl Shared {
         state.workers -= 1;
         let mut taken_back = None;
         if state.workers == 0 {
-            if let Some(task) = submitted {
-                taken_back = state.queue.remove_anywhere(task.header(), data_ptr(task));
+            if let Some((header, task)) = submitted {
+                taken_back = state.queue.remove_anywhere(header, task);
                 if taken_back.is_some() {
                     state.accepted -= 1;
                 }
