@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use crate::clock::{to_instant, to_nanos, Clock, ClockListener, ManualClock, Nanos};
 use crate::heap::{HeapEntry, IndexedHeap, Positions};
-use crate::leader::{Handoff, Leader, Waitable, Wake};
+use crate::leader::{Handoff, Leader, Signal, Waitable, Wake};
 use crate::slots::Slab;
-use crate::sync::{Condvar, Mutex};
+use crate::sync::Mutex;
 
 /// Something with a deadline: an element of a [`DelayQueue`] (Java's `Delayed`).
 ///
@@ -156,13 +156,13 @@ impl<T> State<T> {
 
 struct Shared<T> {
     state: Mutex<State<T>>,
-    available: Condvar,
+    available: Signal,
     clock: Clock,
 }
 
 impl<T> Shared<T> {
     fn handoff(&self) -> Handoff<'_, State<T>> {
-        Handoff::new(self.state.lock(), &self.available)
+        Handoff::new(self.state.lock(), &self.available, Duration::ZERO)
     }
 }
 
@@ -225,7 +225,7 @@ impl<T> DelayQueue<T> {
                     next_seq: 0,
                     closed: false,
                 }),
-                available: Condvar::new(),
+                available: Signal::new(),
                 clock,
             }),
         }
@@ -282,7 +282,7 @@ impl<T: Delayed> DelayQueue<T> {
         ) {
             // A new earlier head: the leader's timeout is too long (Java: offer).
             s.leader.clear();
-            self.shared.available.notify_one();
+            self.shared.available.one(&s.leader);
         }
         Key {
             index: slot,

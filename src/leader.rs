@@ -37,16 +37,48 @@
 //! walks through each case.
 
 use std::ops::{Deref, DerefMut};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
 
 use crate::clock::{to_instant, Clock, Nanos};
-use crate::sync::{Condvar, MutexGuard};
+use crate::sync::{AtomicBool, Condvar, MutexGuard, Ordering};
 
-/// Who is timing the head.
+/// Who is timing the head, and whether a waiter is spinning.
 #[derive(Debug, Default)]
 pub(crate) struct Leader {
     current: Option<u64>,
     next_id: u64,
+    /// A waiter is spinning outside the lock, watching [`Signal`]'s kick
+    /// instead of sleeping on its condvar. At most one at a time.
+    spinner: bool,
+}
+
+/// How waiters are woken: the condvar, or the spinner's kick.
+pub(crate) struct Signal {
+    cv: Condvar,
+    /// Set (instead of notifying) while a waiter spins; it sits alone on
+    /// its cache line, which only the kicker and the spinner touch.
+    kick: CachePadded<AtomicBool>,
+}
+
+impl Signal {
+    pub(crate) fn new() -> Self {
+        Signal {
+            cv: Condvar::new(),
+            kick: CachePadded::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Wakes one waiter: the spinner if there is one (a store, no system
+    /// call), else a sleeper. Called under the lock that guards `leader`.
+    pub(crate) fn one(&self, leader: &Leader) {
+        if leader.spinner {
+            self.kick.store(true, Ordering::Release);
+        } else {
+            self.cv.notify_one();
+        }
+    }
 }
 
 impl Leader {
@@ -86,7 +118,10 @@ pub(crate) enum Wake {
 /// A held lock on a [`Waitable`] state that signals a successor when dropped.
 pub(crate) struct Handoff<'a, S: Waitable> {
     guard: MutexGuard<'a, S>,
-    available: &'a Condvar,
+    available: &'a Signal,
+    /// How long a waiter that finds the queue empty may spin before it
+    /// sleeps (zero: never).
+    spin: Duration,
     /// This holder waited (or checked) for the head: its exit may have to
     /// hand the timing of the head on (Java `take`'s `finally`). A holder
     /// that only pushed or removed hands nothing on: a push signals only
@@ -95,10 +130,11 @@ pub(crate) struct Handoff<'a, S: Waitable> {
 }
 
 impl<'a, S: Waitable> Handoff<'a, S> {
-    pub(crate) fn new(guard: MutexGuard<'a, S>, available: &'a Condvar) -> Self {
+    pub(crate) fn new(guard: MutexGuard<'a, S>, available: &'a Signal, spin: Duration) -> Self {
         Handoff {
             guard,
             available,
+            spin,
             taker: false,
         }
     }
@@ -106,8 +142,9 @@ impl<'a, S: Waitable> Handoff<'a, S> {
     /// A new earlier head was pushed (or the clock jumped): the leader's
     /// timeout is now too long. Clear it and wake one waiter.
     pub(crate) fn new_head(&mut self) {
-        self.guard.leader().clear();
-        self.available.notify_one();
+        let leader = self.guard.leader();
+        leader.clear();
+        self.available.one(leader);
     }
 
     /// Blocks until the head is due (returns [`Wake::Due`] with the lock
@@ -119,6 +156,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             leader.next_id = leader.next_id.wrapping_add(1);
             leader.next_id
         };
+        let mut may_spin = cfg!(not(loom)) && !self.spin.is_zero() && clock.is_real();
         loop {
             let head = self.guard.head_deadline();
             if let Some(deadline) = head {
@@ -144,17 +182,52 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                         && !(clock.is_real() && limit.is_some_and(|l| l < to_instant(deadline)))
                 }
             };
+            if head.is_none() && may_spin && !self.guard.leader().spinner {
+                // Nothing queued: watch for a push for a few microseconds
+                // before paying for a sleep and a wake-up (once per call).
+                may_spin = false;
+                self.spin_outside_lock(limit);
+                continue; // re-check everything under the lock
+            }
             if lead {
                 self.guard.leader().current = Some(me);
-                clock.wait(self.available, &mut self.guard, head, limit);
+                clock.wait(&self.available.cv, &mut self.guard, head, limit);
                 let leader = self.guard.leader();
                 if leader.current == Some(me) {
                     leader.current = None;
                 }
             } else {
-                clock.wait(self.available, &mut self.guard, None, limit);
+                clock.wait(&self.available.cv, &mut self.guard, None, limit);
             }
         }
+    }
+
+    /// Spins, with the lock released, until a signal kicks this waiter or
+    /// the spin time (or the caller's `limit`) passes. Registered as the
+    /// spinner under the lock, so every signal meanwhile becomes a kick;
+    /// the caller re-checks the state under the lock afterwards, so a push
+    /// that raced the end of the spin is seen there.
+    #[cfg(not(loom))]
+    fn spin_outside_lock(&mut self, limit: Option<Instant>) {
+        self.guard.leader().spinner = true;
+        let kick = &self.available.kick;
+        kick.store(false, Ordering::Relaxed);
+        let until = Instant::now() + self.spin;
+        let until = limit.map_or(until, |l| l.min(until));
+        parking_lot::MutexGuard::unlocked(&mut self.guard, || {
+            while !kick.load(Ordering::Acquire) && Instant::now() < until {
+                for _ in 0..32 {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        self.guard.leader().spinner = false;
+    }
+
+    /// loom does not model time, so models never spin (`may_spin` is false).
+    #[cfg(loom)]
+    fn spin_outside_lock(&mut self, _limit: Option<Instant>) {
+        unreachable!("spinning is off under loom")
     }
 }
 
@@ -177,7 +250,7 @@ impl<S: Waitable> Drop for Handoff<'_, S> {
         let untimed_work =
             self.taker && state.leader().is_none() && state.head_deadline().is_some();
         if untimed_work || state.is_closed() {
-            self.available.notify_one();
+            self.available.one(state.leader());
         }
     }
 }

@@ -35,7 +35,7 @@ use std::time::Duration;
 use crate::clock::{Clock, ClockListener, Nanos};
 use crate::error::Rejected;
 use crate::hooks::Hooks;
-use crate::leader::{Handoff, Leader, Waitable};
+use crate::leader::{Handoff, Leader, Signal, Waitable};
 use crate::stats::LatenessHistogram;
 use crate::sync::{wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
 use crate::task::{EndOfRun, Header, Job};
@@ -61,6 +61,8 @@ pub(crate) struct Config {
     pub(crate) starvation_threshold: Duration,
     /// The workers' timer slack (Linux), or `None` to keep the OS default.
     pub(crate) timer_slack: Option<Duration>,
+    /// How long a worker that finds the queue empty spins before it sleeps.
+    pub(crate) idle_spin: Duration,
     pub(crate) hooks: Hooks,
 }
 
@@ -123,7 +125,7 @@ impl State {
 pub(crate) struct Shared {
     state: Mutex<State>,
     /// Leader/follower signalling of the work queue (notify_one only).
-    available: Condvar,
+    available: Signal,
     /// The termination latch (`await_termination`).
     terminated: Condvar,
     /// `wait_idle` waiters.
@@ -154,7 +156,7 @@ impl Shared {
                 idle_waiters: 0,
                 paused: Vec::new(),
             }),
-            available: Condvar::new(),
+            available: Signal::new(),
             terminated: Condvar::new(),
             idle: Condvar::new(),
             clock,
@@ -176,7 +178,7 @@ impl Shared {
 
     /// The lock, wrapped so that leaving it hands leadership on.
     pub(crate) fn handoff(&self) -> Handoff<'_, State> {
-        Handoff::new(self.state.lock(), &self.available)
+        Handoff::new(self.state.lock(), &self.available, self.config.idle_spin)
     }
 
     pub(crate) fn next_seq(&self) -> u64 {
