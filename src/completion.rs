@@ -10,12 +10,19 @@
 //! - The registered waker is replaced under the same lock that `complete`
 //!   takes, so a completion racing a `poll` always wakes the last waker
 //!   stored or is seen by that `poll` (see the loom model).
+//! - A cancelled task's outcome is `Err(Cancelled)` whether or not the cell
+//!   says so: a cancel completes the cell only if someone marked the task
+//!   as waited ([`Header::mark_waited`]), so the common cancel (nobody
+//!   waiting) never touches this cell's cache line. Every reader marks the
+//!   task under this lock before it blocks or stores a waker, and treats
+//!   "pending and cancelled" as `Err(Cancelled)`.
 
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::error::TaskError;
 use crate::sync::{wait_for, Condvar, Mutex};
+use crate::task::Header;
 
 enum Outcome<T> {
     Pending(Option<Waker>),
@@ -65,9 +72,13 @@ impl<T> Completion<T> {
         }
     }
 
-    /// Blocks up to `timeout` (real time) for a result; true once there is one.
-    pub(crate) fn wait_timeout(&self, timeout: Duration) -> bool {
+    /// Blocks up to `timeout` (real time) for a result; true once there is
+    /// one. `header` is the task's (see the module invariants).
+    pub(crate) fn wait_timeout(&self, header: &Header, timeout: Duration) -> bool {
         let mut outcome = self.outcome.lock();
+        if matches!(*outcome, Outcome::Pending(_)) && header.mark_waited() {
+            return true; // cancelled: the outcome is Err(Cancelled)
+        }
         wait_for(&self.done, &mut outcome, timeout, |o| {
             !matches!(o, Outcome::Pending(_))
         })
@@ -79,8 +90,12 @@ impl<T> Completion<T> {
     ///
     /// If the result was already taken by polling the handle as a future.
     #[track_caller]
-    pub(crate) fn join(&self) -> Result<T, TaskError> {
+    pub(crate) fn join(&self, header: &Header) -> Result<T, TaskError> {
         let mut outcome = self.outcome.lock();
+        if matches!(*outcome, Outcome::Pending(_)) && header.mark_waited() {
+            *outcome = Outcome::Taken;
+            return Err(TaskError::Cancelled);
+        }
         loop {
             match std::mem::replace(&mut *outcome, Outcome::Taken) {
                 Outcome::Ready(result) => return result,
@@ -101,9 +116,13 @@ impl<T> Completion<T> {
     ///
     /// If polled again after it returned `Ready`.
     #[track_caller]
-    pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
+    pub(crate) fn poll(&self, header: &Header, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
         let mut outcome = self.outcome.lock();
         match &mut *outcome {
+            Outcome::Pending(_) if header.mark_waited() => {
+                *outcome = Outcome::Taken;
+                Poll::Ready(Err(TaskError::Cancelled))
+            }
             Outcome::Pending(waker) => {
                 match waker {
                     Some(w) if w.will_wake(cx.waker()) => {}

@@ -239,7 +239,9 @@ impl<T: 'static> ScheduledHandle<T> {
     /// Blocks up to `timeout` (real time); true once the task is done
     /// (completed, panicked or cancelled). Consumes nothing.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
-        self.task.completion().wait_timeout(timeout)
+        self.task
+            .completion()
+            .wait_timeout(self.task.header(), timeout)
     }
 
     /// Blocks until the task is done and returns its result.
@@ -254,7 +256,7 @@ impl<T: 'static> ScheduledHandle<T> {
     /// If the result was already taken by awaiting the handle.
     #[track_caller]
     pub fn join(self) -> Result<T, TaskError> {
-        self.task.completion().join()
+        self.task.completion().join(self.task.header())
     }
 }
 
@@ -263,7 +265,7 @@ impl<T: 'static> Future for ScheduledHandle<T> {
     type Output = Result<T, TaskError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.task.completion().poll(cx)
+        self.task.completion().poll(self.task.header(), cx)
     }
 }
 

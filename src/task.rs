@@ -47,6 +47,9 @@ const BASE: u8 = 0b0111;
 const PAUSE_REQUESTED: u8 = 0b1000;
 /// While `RUNNING`: the next run is due at once.
 const TRIGGER_REQUESTED: u8 = 0b1_0000;
+/// In any state: someone waits for the result (see [`Header::mark_waited`]).
+/// Without it a cancel need not touch the completion cell at all.
+const WAITED: u8 = 0b10_0000;
 
 /// How [`crate::work_queue::IN_LANE`] is stored in a header's 32-bit index.
 const LANE_MARK: u32 = u32::MAX - 1;
@@ -147,9 +150,21 @@ impl Header {
         self.state.load(Ordering::Acquire)
     }
 
-    fn cas(&self, from: u8, to: u8) -> Result<u8, u8> {
-        self.state
-            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+    /// Moves the state by `next` (given and returning it without the
+    /// [`WAITED`] mark, which every transition keeps); returns the state
+    /// it moved from, or `None` if `next` declined.
+    fn update(&self, mut next: impl FnMut(u8) -> Option<u8>) -> Option<u8> {
+        let mut current = self.load();
+        loop {
+            let to = next(current & !WAITED)? | (current & WAITED);
+            match self
+                .state
+                .compare_exchange(current, to, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(from) => return Some(from),
+                Err(actual) => current = actual,
+            }
+        }
     }
 
     /// The base state (`SCHEDULED` ... `CANCELLED`), without request flags.
@@ -159,53 +174,55 @@ impl Header {
 
     /// Claims the right to run the body: `SCHEDULED -> RUNNING`.
     pub(crate) fn try_start(&self) -> bool {
-        self.cas(SCHEDULED, RUNNING).is_ok()
+        self.update(|s| (s == SCHEDULED).then_some(RUNNING))
+            .is_some()
     }
 
     /// `SCHEDULED`, `RUNNING` or `PAUSED` -> `CANCELLED`; true if this call did it.
     pub(crate) fn try_cancel(&self) -> bool {
-        let mut current = self.load();
-        while matches!(current & BASE, SCHEDULED | RUNNING | PAUSED) {
-            match self.cas(current, CANCELLED) {
-                Ok(_) => return true,
-                Err(actual) => current = actual,
-            }
-        }
-        false
+        self.update(|s| matches!(s & BASE, SCHEDULED | RUNNING | PAUSED).then_some(CANCELLED))
+            .is_some()
     }
 
     /// `RUNNING` -> `DONE` at the end of a final run; false if cancelled meanwhile.
     pub(crate) fn finish(&self) -> bool {
-        let mut current = self.load();
-        while current & BASE == RUNNING {
-            match self.cas(current, DONE) {
-                Ok(_) => return true,
-                Err(actual) => current = actual,
-            }
-        }
-        false
+        self.update(|s| (s & BASE == RUNNING).then_some(DONE))
+            .is_some()
     }
 
     /// Ends a periodic run. `set_next(triggered)` stores the next deadline
     /// before the task becomes `SCHEDULED`; it runs again if a request
     /// arrives between it and the swap.
     pub(crate) fn end_run(&self, mut set_next: impl FnMut(bool)) -> EndOfRun {
-        let mut current = self.load();
-        loop {
-            if current & BASE != RUNNING {
-                return EndOfRun::Cancelled;
-            }
-            let (to, outcome) = if current & PAUSE_REQUESTED != 0 {
-                (PAUSED, EndOfRun::Paused)
+        let mut outcome = EndOfRun::Cancelled;
+        self.update(|s| {
+            if s & BASE != RUNNING {
+                outcome = EndOfRun::Cancelled;
+                None
+            } else if s & PAUSE_REQUESTED != 0 {
+                outcome = EndOfRun::Paused;
+                Some(PAUSED)
             } else {
-                set_next(current & TRIGGER_REQUESTED != 0);
-                (SCHEDULED, EndOfRun::Scheduled)
-            };
-            match self.cas(current, to) {
-                Ok(_) => return outcome,
-                Err(actual) => current = actual,
+                set_next(s & TRIGGER_REQUESTED != 0);
+                outcome = EndOfRun::Scheduled;
+                Some(SCHEDULED)
             }
-        }
+        });
+        outcome
+    }
+
+    /// Records that someone waits for the result (a blocked `join` or
+    /// `wait_timeout`, or a stored waker); true if the task is already
+    /// cancelled, so there is nothing to wait for. Called under the
+    /// completion's lock: a cancel either came first (and this sees it) or
+    /// comes after and sees the mark (and completes the handle).
+    pub(crate) fn mark_waited(&self) -> bool {
+        self.state.fetch_or(WAITED, Ordering::AcqRel) & BASE == CANCELLED
+    }
+
+    /// True once [`mark_waited`](Self::mark_waited) was called.
+    pub(crate) fn was_waited(&self) -> bool {
+        self.load() & WAITED != 0
     }
 
     /// Asks a running task to pause after its run; true if it was running.
@@ -219,24 +236,20 @@ impl Header {
     }
 
     fn request(&self, flag: u8) -> bool {
-        let mut current = self.load();
-        while current & BASE == RUNNING {
-            match self.cas(current, current | flag) {
-                Ok(_) => return true,
-                Err(actual) => current = actual,
-            }
-        }
-        false
+        self.update(|s| (s & BASE == RUNNING).then_some(s | flag))
+            .is_some()
     }
 
     /// `SCHEDULED -> PAUSED` (caller holds the pool lock).
     pub(crate) fn pause_scheduled(&self) -> bool {
-        self.cas(SCHEDULED, PAUSED).is_ok()
+        self.update(|s| (s == SCHEDULED).then_some(PAUSED))
+            .is_some()
     }
 
     /// `PAUSED -> SCHEDULED` (caller holds the pool lock).
     pub(crate) fn resume_paused(&self) -> bool {
-        self.cas(PAUSED, SCHEDULED).is_ok()
+        self.update(|s| (s == PAUSED).then_some(SCHEDULED))
+            .is_some()
     }
 
     pub(crate) fn is_scheduled(&self) -> bool {
@@ -321,6 +334,12 @@ pub(crate) trait TaskRef<T>: Job {
 }
 
 /// A task that runs once and produces a `T`.
+///
+/// `repr(C)` keeps the order: what a cancel touches (the header's state and
+/// heap index, then the body it drops) comes first, next to the `Arc`'s
+/// counts, so a cancel of a small closure usually stays in one cache line;
+/// the completion cell, which it skips when nobody waits, comes last.
+#[repr(C)]
 pub(crate) struct OnceTask<T, F> {
     header: Header,
     body: Mutex<Option<F>>,
@@ -369,7 +388,11 @@ where
     }
 
     pub(crate) fn cancel_body(&self) {
-        self.completion.complete(Err(TaskError::Cancelled));
+        // Nobody waiting: the cancelled state is the outcome (see
+        // `crate::completion`), and the cell's cache line stays cold.
+        if self.header.was_waited() {
+            self.completion.complete(Err(TaskError::Cancelled));
+        }
         let body = self.body.lock().take();
         drop_quietly(body);
     }

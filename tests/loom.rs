@@ -676,6 +676,53 @@ fn cancel_races_waker_registration() {
     });
 }
 
+/// A blocked `join` racing a cancel. A cancel completes the handle only if
+/// the task was marked as waited (so the common, unwaited cancel never
+/// touches the completion cell); the joiner marks it under the cell's lock
+/// before it sleeps. Either the joiner sees the cancel, or the cancel sees
+/// the mark and wakes it: never a joiner asleep for good.
+#[test]
+fn cancel_races_blocked_join() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let pool = ScheduledThreadPool::builder()
+            .core_threads(1)
+            .clock(clock)
+            .build()
+            .unwrap();
+        let h = pool.schedule(|| 5u32, FOREVER).unwrap();
+        let joiner = thread::spawn(move || h.join());
+        // shutdown_now hands the task back; dropping it cancels it.
+        let pending = pool.shutdown_now();
+        assert_eq!(pending.len(), 1);
+        drop(pending);
+        assert_eq!(joiner.join().unwrap(), Err(TaskError::Cancelled));
+        assert!(pool.await_termination(FOREVER));
+    });
+}
+
+/// The same for `wait_timeout` against the handle's own `cancel`.
+#[test]
+fn cancel_races_wait_timeout() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let pool = ScheduledThreadPool::builder()
+            .core_threads(1)
+            .clock(clock)
+            .build()
+            .unwrap();
+        let h = Arc::new(pool.schedule(|| 5u32, FOREVER).unwrap());
+        let waiter = {
+            let h = h.clone();
+            thread::spawn(move || h.wait_timeout(FOREVER))
+        };
+        assert!(h.cancel());
+        assert!(waiter.join().unwrap(), "wait_timeout missed the cancel");
+        assert!(h.is_cancelled());
+        finish(&pool);
+    });
+}
+
 /// shutdown_now racing a worker that is taking a due task: API.md says
 /// shutdown_now "returns every task that had not started", so the task
 /// either runs (it had started) or is returned. This once failed: a worker
