@@ -193,7 +193,7 @@ impl ScheduledThreadPool {
                 fired: false,
             }),
         });
-        shared.enqueue(&task, now)?;
+        shared.enqueue(task.clone(), now)?;
         Ok(IdleTimer {
             touch: task.clone() as Arc<dyn Touch>,
             handle: ScheduledHandle::new(task, Arc::clone(shared)),

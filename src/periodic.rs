@@ -275,7 +275,7 @@ impl<'a> Periodic<'a> {
             body,
             control,
         ));
-        shared.enqueue(&task, now)?;
+        shared.enqueue(task.clone(), now)?;
         Ok(ScheduledHandle::new(task, std::sync::Arc::clone(shared)))
     }
 }

@@ -20,7 +20,7 @@ use crate::handle::{PendingTask, ScheduledHandle};
 use crate::periodic::{Periodic, RunOutcome};
 use crate::shared::{Shared, TERMINATED};
 use crate::stats::PoolStats;
-use crate::task::{Header, Kind, OnceTask};
+use crate::task::{ExecTask, Header, Kind, OnceTask};
 
 /// A pool of worker threads that runs tasks after a delay or periodically:
 /// Java's `ScheduledThreadPoolExecutor`.
@@ -111,7 +111,12 @@ impl ScheduledThreadPool {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.schedule(task, Duration::ZERO).map(drop)
+        // No handle: a task with no completion cell, and the queue holds
+        // its only reference.
+        let shared = self.shared();
+        let now = shared.clock.now();
+        let header = Header::new(shared.next_seq(), now, Kind::Once);
+        shared.enqueue(Arc::new(ExecTask::new(header, task)), now)
     }
 
     /// Runs `task` as soon as a worker is free and returns a handle to its
@@ -157,7 +162,7 @@ impl ScheduledThreadPool {
         let now = shared.clock.now();
         let header = Header::new(shared.next_seq(), after(now, delay), Kind::Once);
         let task = Arc::new(OnceTask::new(header, task));
-        shared.enqueue(&task, now)?;
+        shared.enqueue(task.clone(), now)?;
         Ok(ScheduledHandle::new(task, Arc::clone(shared)))
     }
 

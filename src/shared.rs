@@ -199,12 +199,13 @@ impl Shared {
     // ===== submission (Java: delayedExecute) =====
 
     /// Queues a new task, starting a worker if the pool has fewer than its
-    /// core size. The queue takes its own reference; on `Err` it keeps none,
-    /// and the caller's drop (outside the lock) is the task's last.
+    /// core size. Takes the queue's reference: a caller that hands out a
+    /// handle clones first; `execute` gives its only one. On `Err` the task
+    /// is dropped here, outside the lock.
     /// `now` is the clock reading its deadline was computed from.
-    pub(crate) fn enqueue<J: Job>(
+    pub(crate) fn enqueue(
         self: &Arc<Self>,
-        task: &Arc<J>,
+        task: Arc<dyn Job>,
         now: Nanos,
     ) -> Result<(), Rejected> {
         let mut state = self.handoff();
@@ -214,16 +215,19 @@ impl Shared {
             return Err(Rejected::shutdown());
         }
         state.accepted += 1;
-        // The queue's reference is the only count this takes: the caller
-        // keeps its own for the handle.
-        if state.push(Arc::clone(task) as Arc<dyn Job>, now) {
+        let worker = state.reserve_worker(&self.config);
+        // Only a submission that starts a worker keeps a reference, to take
+        // the task back if the thread cannot be created.
+        let kept = worker.map(|_| Arc::clone(&task));
+        if state.push(task, now) {
             state.new_head();
         }
-        let worker = state.reserve_worker(&self.config);
         drop(state);
-        match worker {
-            Some(number) => self.start_worker(number, Some((task.header(), data_ptr(task)))),
-            None => Ok(()),
+        match (worker, kept) {
+            (Some(number), Some(task)) => {
+                self.start_worker(number, Some((task.header(), data_ptr(&task))))
+            }
+            _ => Ok(()),
         }
     }
 

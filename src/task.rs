@@ -424,9 +424,47 @@ where
     }
 }
 
+/// A fire-and-forget task (`execute`): no handle can ever wait for it, so
+/// it has no completion cell. A panic is reported like any other (hooks,
+/// panic handler); the result, `()`, goes nowhere.
+#[repr(C)]
+pub(crate) struct ExecTask<F> {
+    header: Header,
+    body: Mutex<Option<F>>,
+}
+
+impl<F: FnOnce() + Send + 'static> ExecTask<F> {
+    pub(crate) fn new(header: Header, body: F) -> Self {
+        ExecTask {
+            header,
+            body: Mutex::new(Some(body)),
+        }
+    }
+}
+
+impl<F: FnOnce() + Send + 'static> Job for ExecTask<F> {
+    fn header(&self) -> &Header {
+        &self.header
+    }
+    fn run(&self, _clock: &Clock, _started: Nanos) -> Ran {
+        let body = self.body.lock().take();
+        let Some(body) = body else { return Ran::DONE };
+        let panic = catch_unwind(AssertUnwindSafe(body)).err().map(Caught::new);
+        self.header.finish();
+        Ran {
+            again: false,
+            panic,
+        }
+    }
+    fn cancelled(&self) {
+        let body = self.body.lock().take();
+        drop_quietly(body);
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use std::mem::size_of;
+    use std::mem::{size_of, size_of_val};
 
     /// Every byte here is paid once per pending task (W6): keep them from
     /// creeping back.
@@ -440,5 +478,13 @@ mod tests {
         assert!(size_of::<crate::work_queue::Entry>() <= 32);
         // A no-op closure's task: header, body cell, completion cell.
         assert!(size_of::<super::OnceTask<(), fn()>>() <= 80);
+        // `execute`'s task has no completion cell.
+        let noop = || ();
+        assert!(
+            size_of_val(&super::ExecTask::new(
+                super::Header::new(0, 0, super::Kind::Once),
+                noop
+            )) <= 32
+        );
     }
 }
