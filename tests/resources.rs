@@ -292,3 +292,44 @@ fn an_idle_pool_and_a_blocked_taker_use_no_cpu() {
     drop(pool.shutdown_now());
     assert!(pool.await_termination(Duration::from_secs(20)));
 }
+
+/// An idle worker spins briefly (`Builder::idle_spin`, 20 µs by default)
+/// before it sleeps, once each time the queue runs dry. Sparse work must
+/// therefore cost about that much CPU per task, and an empty pool nothing:
+/// a spin that never ended would burn a whole core here.
+#[test]
+fn an_empty_pool_spins_only_briefly() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = ScheduledThreadPool::new(2);
+    pool.submit(|| ()).unwrap().join().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+
+    // 100 tasks, 10 ms apart: the queue runs dry after each one.
+    let (nanos0, t0) = (cpu_nanos(), Instant::now());
+    for i in 0..100u32 {
+        assert_eq!(pool.submit(move || i).unwrap().join().unwrap(), i);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sparse_ns = cpu_nanos().saturating_sub(nanos0);
+    let sparse_wall = t0.elapsed();
+
+    // Then nothing at all for a second.
+    let nanos1 = cpu_nanos();
+    std::thread::sleep(Duration::from_secs(1));
+    let empty_ns = cpu_nanos().saturating_sub(nanos1);
+    eprintln!(
+        "100 sparse tasks over {sparse_wall:?}: {} us of CPU; empty for 1 s: {} us",
+        sparse_ns / 1000,
+        empty_ns / 1000
+    );
+    // Generous bounds (a shared 2-core machine); an endless spin would use
+    // about 1 s of CPU per second of wall time.
+    assert!(
+        sparse_ns < 250_000_000,
+        "sparse tasks used {sparse_ns} ns of CPU"
+    );
+    assert!(
+        empty_ns < 50_000_000,
+        "an empty pool used {empty_ns} ns of CPU in 1 s"
+    );
+}
