@@ -106,14 +106,15 @@ impl Clock {
 
     /// Waits on `cv` until signalled, until the clock reaches `until` (if
     /// given), or until the real-time `limit` (if given), whichever is first.
-    /// Spurious returns are possible; callers loop.
+    /// Spurious returns are possible; callers loop. True if it returned
+    /// because the real clock reached `until` (a timeout, not a signal).
     pub(crate) fn wait<T>(
         &self,
         cv: &Condvar,
         guard: &mut MutexGuard<'_, T>,
         until: Option<Nanos>,
         limit: Option<Instant>,
-    ) {
+    ) -> bool {
         let real_until = match self {
             Clock::Real => until.map(to_instant),
             // A manual clock's deadlines are reached only by `advance`, which signals.
@@ -124,10 +125,11 @@ impl Clock {
             (a, b) => a.or(b),
         };
         match wake_at {
-            Some(at) => {
-                cv.wait_until(guard, at);
+            Some(at) => cv.wait_until(guard, at) && real_until == Some(at),
+            None => {
+                cv.wait(guard);
+                false
             }
-            None => cv.wait(guard),
         }
     }
 

@@ -26,6 +26,14 @@
 //!   available.signal(); }`.
 //! - No reference to the head is held while sleeping: only its deadline, a
 //!   number, is read.
+//! - Two spins, neither of which changes who is woken (pool only, real
+//!   clock; never under loom): a waiter that finds the queue empty spins
+//!   for [`Builder::idle_spin`](crate::Builder::idle_spin) before it
+//!   sleeps, and the leader asks to be woken early by the OS's usual delay
+//!   ([`WakeLatency`]) and spins to the deadline. A spinner has released
+//!   the lock and is registered in [`Leader`], so a signal meanwhile is a
+//!   [`Signal`] kick instead of a notify; it re-checks everything under the
+//!   lock when the spin ends.
 //!
 //! Why no wake-up is lost: a waiter only sleeps after checking, under the
 //! lock, that the head is not due. Anything that can make something due
@@ -52,6 +60,37 @@ pub(crate) struct Leader {
     /// A waiter is spinning outside the lock, watching [`Signal`]'s kick
     /// instead of sleeping on its condvar. At most one at a time.
     spinner: bool,
+    /// How late the leader's timed waits return, to wake that much early.
+    latency: WakeLatency,
+}
+
+/// How far one timed wake-up moves the estimate of the OS's wake-up delay.
+const STEP: Nanos = 500;
+/// The most the leader ever asks to be woken early (and so the longest it
+/// spins to a deadline).
+const MAX_EARLY: Nanos = 100_000;
+
+/// How late the OS returns from the leader's timed waits: a running
+/// estimate of the median (each wake-up moves it [`STEP`] towards its own
+/// lateness, so a stall of milliseconds moves it no more than any other
+/// wake-up). The leader asks to be woken that much before the deadline and
+/// spins the rest when it arrives early: the OS's usual delay (tens of µs
+/// from an idle vCPU, a few on bare metal) leaves the lateness of a typical
+/// task, and the spin costs about the spread of that delay, not its size.
+#[derive(Debug, Default)]
+struct WakeLatency {
+    /// How early to ask to be woken.
+    early: Nanos,
+}
+
+impl WakeLatency {
+    fn record(&mut self, late: Nanos) {
+        self.early = if late > self.early {
+            (self.early + STEP).min(MAX_EARLY)
+        } else {
+            self.early.saturating_sub(STEP)
+        };
+    }
 }
 
 /// How waiters are woken: the condvar, or the spinner's kick.
@@ -157,10 +196,12 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             leader.next_id
         };
         let mut may_spin = cfg!(not(loom)) && !self.spin.is_zero() && clock.is_real();
+        let mut wake_early = may_spin;
         loop {
             let head = self.guard.head_deadline();
+            let mut now = 0;
             if let Some(deadline) = head {
-                let now = clock.now();
+                now = clock.now();
                 if deadline <= now {
                     return Wake::Due(now);
                 }
@@ -186,12 +227,38 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 // Nothing queued: watch for a push for a few microseconds
                 // before paying for a sleep and a wake-up (once per call).
                 may_spin = false;
-                self.spin_outside_lock(limit);
+                let until = Instant::now() + self.spin;
+                self.spin_outside_lock(limit.map_or(until, |l| l.min(until)));
                 continue; // re-check everything under the lock
             }
-            if lead {
+            if let (true, Some(deadline)) = (lead, head) {
                 self.guard.leader().current = Some(me);
-                clock.wait(&self.available.cv, &mut self.guard, head, limit);
+                // Ask to be woken the OS's usual delay early, where the rest
+                // may be spun (a pool on the real clock). A head due sooner
+                // than that is not worth a spin: sleep as usual (with many
+                // heads that close, waking late lets them run in a batch).
+                let early = match self.guard.leader().latency.early {
+                    early if wake_early && deadline - now > early => early,
+                    _ => 0,
+                };
+                let target = deadline.saturating_sub(early);
+                let timed_out =
+                    clock.wait(&self.available.cv, &mut self.guard, Some(target), limit);
+                if timed_out && wake_early {
+                    let now = clock.now();
+                    let leader = self.guard.leader();
+                    leader.latency.record(now.saturating_sub(target));
+                    if now < deadline {
+                        // Woken before the deadline: spin the rest as the
+                        // leader (a new head kicks the spin short), or, if
+                        // someone else spins, wait exactly from now on.
+                        if leader.current == Some(me) && !leader.spinner {
+                            self.spin_outside_lock(to_instant(deadline));
+                        } else {
+                            wake_early = false;
+                        }
+                    }
+                }
                 let leader = self.guard.leader();
                 if leader.current == Some(me) {
                     leader.current = None;
@@ -203,17 +270,15 @@ impl<'a, S: Waitable> Handoff<'a, S> {
     }
 
     /// Spins, with the lock released, until a signal kicks this waiter or
-    /// the spin time (or the caller's `limit`) passes. Registered as the
-    /// spinner under the lock, so every signal meanwhile becomes a kick;
-    /// the caller re-checks the state under the lock afterwards, so a push
-    /// that raced the end of the spin is seen there.
+    /// `until` passes. Registered as the spinner under the lock, so every
+    /// signal meanwhile becomes a kick; the caller re-checks the state under
+    /// the lock afterwards, so a push that raced the end of the spin is
+    /// seen there.
     #[cfg(not(loom))]
-    fn spin_outside_lock(&mut self, limit: Option<Instant>) {
+    fn spin_outside_lock(&mut self, until: Instant) {
         self.guard.leader().spinner = true;
         let kick = &self.available.kick;
         kick.store(false, Ordering::Relaxed);
-        let until = Instant::now() + self.spin;
-        let until = limit.map_or(until, |l| l.min(until));
         parking_lot::MutexGuard::unlocked(&mut self.guard, || {
             while !kick.load(Ordering::Acquire) && Instant::now() < until {
                 for _ in 0..32 {
@@ -226,7 +291,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
 
     /// loom does not model time, so models never spin (`may_spin` is false).
     #[cfg(loom)]
-    fn spin_outside_lock(&mut self, _limit: Option<Instant>) {
+    fn spin_outside_lock(&mut self, _until: Instant) {
         unreachable!("spinning is off under loom")
     }
 }
