@@ -15,7 +15,8 @@
 //!   minutes" is testable in microseconds without a server.
 //! - `RedisBackend` (feature `redis`): one sorted set per state, atomic Lua
 //!   scripts with fencing tokens, `BZPOPMIN` wake-ups across processes,
-//!   server time only. [`RedisDelayQueue`] is a `DurableQueue` on it.
+//!   server time only. `RedisDelayQueue` (same feature) is a `DurableQueue`
+//!   on it.
 //!
 //! Guarantees (each tested against a real `redis-server`, see
 //! `docs/durable.md`): never early by the store's clock; at least once;
