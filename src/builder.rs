@@ -12,6 +12,8 @@ use crate::shared::{Config, Shared};
 
 /// How long an idle worker spins by default (see [`Builder::idle_spin`]).
 const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(20);
+/// The longest idle spin [`Builder::idle_spin`] accepts.
+const MAX_IDLE_SPIN: Duration = Duration::from_secs(1);
 
 /// The workers' default timer slack (see [`Builder::timer_slack`]).
 const DEFAULT_TIMER_SLACK: Duration = Duration::from_micros(1);
@@ -192,7 +194,8 @@ impl Builder {
     /// which is what lets one thread feed the pool zero-delay tasks faster
     /// than it could wake a sleeping worker for each. The price is up to
     /// this much CPU each time the queue runs dry. Default 20 µs;
-    /// `Duration::ZERO` never spins.
+    /// `Duration::ZERO` never spins; values above one second are clamped
+    /// to one second.
     ///
     /// ```
     /// use std::time::Duration;
@@ -203,7 +206,7 @@ impl Builder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn idle_spin(mut self, spin: Duration) -> Self {
-        self.idle_spin = spin;
+        self.idle_spin = spin.min(MAX_IDLE_SPIN);
         self
     }
 

@@ -139,6 +139,11 @@ pub(crate) trait Waitable {
     fn head_deadline(&self) -> Option<Nanos>;
     /// True when waiters should stop waiting (queue closed, pool stopping).
     fn is_closed(&self) -> bool;
+    /// A waiter that finds nothing queued for this long (real time) stops
+    /// waiting with [`Wake::TimedOut`] (a core-0 pool's keep-alive).
+    fn keep_alive(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// Why [`Handoff::wait_due`] returned.
@@ -188,7 +193,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
 
     /// Blocks until the head is due (returns [`Wake::Due`] with the lock
     /// held), the state is closed, or the real-time `limit` passes.
-    pub(crate) fn wait_due(&mut self, clock: &Clock, limit: Option<Instant>) -> Wake {
+    pub(crate) fn wait_due(&mut self, clock: &Clock, caller_limit: Option<Instant>) -> Wake {
         self.taker = true;
         let me = {
             let leader = self.guard.leader();
@@ -197,6 +202,8 @@ impl<'a, S: Waitable> Handoff<'a, S> {
         };
         let mut may_spin = cfg!(not(loom)) && !self.spin.is_zero() && clock.is_real();
         let mut wake_early = may_spin;
+        // Since when nothing has been queued, for a keep-alive.
+        let mut idle_until: Option<Instant> = None;
         loop {
             let head = self.guard.head_deadline();
             let mut now = 0;
@@ -209,6 +216,16 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             if self.guard.is_closed() {
                 return Wake::Closed;
             }
+            idle_until = match (head, self.guard.keep_alive()) {
+                (None, Some(keep_alive)) => {
+                    idle_until.or_else(|| Instant::now().checked_add(keep_alive))
+                }
+                _ => None,
+            };
+            let limit = match (caller_limit, idle_until) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             if let Some(limit) = limit {
                 if Instant::now() >= limit {
                     return Wake::TimedOut;
@@ -227,9 +244,10 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 // Nothing queued: watch for a push for a few microseconds
                 // before paying for a sleep and a wake-up (once per call).
                 may_spin = false;
-                let until = Instant::now() + self.spin;
-                self.spin_outside_lock(limit.map_or(until, |l| l.min(until)));
-                continue; // re-check everything under the lock
+                if let Some(until) = Instant::now().checked_add(self.spin) {
+                    self.spin_outside_lock(limit.map_or(until, |l| l.min(until)));
+                    continue; // re-check everything under the lock
+                }
             }
             if let (true, Some(deadline)) = (lead, head) {
                 self.guard.leader().current = Some(me);
@@ -314,7 +332,13 @@ impl<S: Waitable> Drop for Handoff<'_, S> {
         let state = &mut *self.guard;
         let untimed_work =
             self.taker && state.leader().is_none() && state.head_deadline().is_some();
-        if untimed_work || state.is_closed() {
+        // A removal emptied the queue under a leader that still times the
+        // old head: with a keep-alive, that waiter must start counting it.
+        let emptied = !self.taker
+            && state.keep_alive().is_some()
+            && state.head_deadline().is_none()
+            && !state.leader().is_none();
+        if untimed_work || emptied || state.is_closed() {
             self.available.one(state.leader());
         }
     }

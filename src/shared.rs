@@ -84,6 +84,9 @@ pub(crate) struct State {
     /// Paused tasks (not queued): shutdown completes them, so no `join`
     /// waits forever on a task nobody can resume.
     pub(crate) paused: Vec<Arc<dyn Job>>,
+    /// A core-0 pool's keep-alive: its worker leaves after this long with
+    /// nothing queued (Java: a timed poll with `keepAliveTime`).
+    pub(crate) keep_alive: Option<Duration>,
 }
 
 impl Waitable for State {
@@ -97,6 +100,9 @@ impl Waitable for State {
     /// nothing left to run (Java's `getTask` returning null).
     fn is_closed(&self) -> bool {
         self.run_state >= STOP || (self.run_state == SHUTDOWN && self.queue.is_empty())
+    }
+    fn keep_alive(&self) -> Option<Duration> {
+        self.keep_alive
     }
 }
 
@@ -155,6 +161,7 @@ impl Shared {
                 accepted: 0,
                 idle_waiters: 0,
                 paused: Vec::new(),
+                keep_alive: (config.core_threads == 0).then_some(config.keep_alive),
             }),
             available: Signal::new(),
             terminated: Condvar::new(),

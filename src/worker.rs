@@ -17,7 +17,6 @@
 
 use std::cell::Cell;
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::clock::Nanos;
 use crate::error::drop_quietly;
@@ -107,14 +106,9 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 }
             }
         }
-        // The last worker of a core-0 pool leaves after a keep-alive on an
-        // empty queue (Java: timed poll with keepAliveTime).
-        let limit = if shared.config.core_threads == 0 && state.queue.is_empty() {
-            Instant::now().checked_add(shared.config.keep_alive)
-        } else {
-            None
-        };
-        let now = match state.wait_due(&shared.clock, limit) {
+        // The last worker of a core-0 pool leaves after its keep-alive with
+        // nothing queued (`Waitable::keep_alive`): wait_due says TimedOut.
+        let now = match state.wait_due(&shared.clock, None) {
             crate::leader::Wake::Due(now) => now,
             crate::leader::Wake::TimedOut if !state.queue.is_empty() => continue,
             crate::leader::Wake::Closed | crate::leader::Wake::TimedOut => {

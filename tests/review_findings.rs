@@ -3,7 +3,10 @@
 //! deadline bump on a frozen manual clock, paused tasks left uncompleted at
 //! shutdown, a panicking `RunOutcome`, `trigger` on idle timers, a tracing
 //! subscriber called under the pool lock), plus a few checks of things the
-//! review found sound.
+//! review found sound. A second review, of the idle spin, the early leader
+//! and the waited mark, found two more (an overflowing idle spin, and a
+//! core-0 worker outliving its keep-alive after a cancel); they are at the
+//! end.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -350,4 +353,47 @@ fn a_subscriber_reading_the_pool_on_its_events_does_not_deadlock() {
         rx.recv_timeout(Duration::from_secs(3)).is_ok(),
         "shutdown() deadlocked: the subscriber ran under the pool lock"
     );
+}
+
+// ===== a second review (the idle spin, the early leader, the waited mark) =====
+
+/// `Builder::idle_spin(Duration::MAX)` made `Instant + spin` overflow in the
+/// wait, under the lock: every worker panicked the first time it went idle,
+/// and each submission started a thread that died at its next idle moment.
+/// The builder now clamps the spin to a second, and the wait adds checked.
+#[test]
+fn a_huge_idle_spin_does_not_kill_the_workers() {
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(1)
+        .idle_spin(Duration::MAX)
+        .build()
+        .unwrap();
+    for i in 0..3 {
+        assert_eq!(pool.submit(move || i).unwrap().join().unwrap(), i);
+        std::thread::sleep(Duration::from_millis(30)); // idle: spins (clamped)
+        assert_eq!(pool.pool_size(), 1, "the worker died when it went idle");
+    }
+}
+
+/// A core-0 pool's worker leaves after its 10 ms keep-alive with nothing
+/// queued. Before, the limit was computed once, before the wait: a worker
+/// timing a far task that was then cancelled stayed (as leader of nothing)
+/// until the cancelled task's old deadline, an hour here.
+#[test]
+fn a_core0_worker_leaves_after_a_cancel_empties_the_queue() {
+    let pool = ScheduledThreadPool::new(0);
+    let far = pool.schedule(|| (), Duration::from_secs(3600)).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(pool.pool_size(), 1, "one worker waits for the far task");
+    assert!(far.cancel());
+    let t0 = std::time::Instant::now();
+    while pool.pool_size() != 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the worker outlived its keep-alive by far"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // It comes back for new work.
+    assert_eq!(pool.submit(|| 7).unwrap().join().unwrap(), 7);
 }
