@@ -47,6 +47,16 @@ fn pool(core: usize) -> ScheduledThreadPool {
         .unwrap()
 }
 
+/// A one-worker pool on a `ManualClock` that is never advanced: its tasks
+/// are due only when a model says so, by cancelling or shutting down.
+fn manual_pool() -> ScheduledThreadPool {
+    ScheduledThreadPool::builder()
+        .core_threads(1)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap()
+}
+
 /// Shuts the pool down and checks that it terminates (a worker that never
 /// exits is a loom deadlock, not a hang).
 fn finish(pool: &ScheduledThreadPool) {
@@ -396,12 +406,7 @@ impl Drop for DropCount {
 #[test]
 fn cancel_races_shutdown_purge() {
     loom::model(|| {
-        let clock = ManualClock::new();
-        let pool = ScheduledThreadPool::builder()
-            .core_threads(1)
-            .clock(clock)
-            .build()
-            .unwrap();
+        let pool = manual_pool();
         let drops = Arc::new(AtomicUsize::new(0));
         let guard = DropCount(drops.clone());
         let h = pool
@@ -477,12 +482,7 @@ fn cancel_races_periodic_requeue() {
 #[test]
 fn pause_resume_race_the_end_of_a_run() {
     loom::model(|| {
-        let clock = ManualClock::new();
-        let pool = ScheduledThreadPool::builder()
-            .core_threads(1)
-            .clock(clock)
-            .build()
-            .unwrap();
+        let pool = manual_pool();
         let runs = Arc::new(AtomicUsize::new(0));
         let r = runs.clone();
         let h = Arc::new(
@@ -637,12 +637,7 @@ fn completion_races_waker_registration() {
 #[test]
 fn cancel_races_waker_registration() {
     loom::model(|| {
-        let clock = ManualClock::new();
-        let pool = ScheduledThreadPool::builder()
-            .core_threads(1)
-            .clock(clock)
-            .build()
-            .unwrap();
+        let pool = manual_pool();
         let mut h = pool.schedule(|| 3u32, FOREVER).unwrap();
         let flag = Arc::new(Flag {
             woken: Mutex::new(false),
@@ -684,12 +679,7 @@ fn cancel_races_waker_registration() {
 #[test]
 fn cancel_races_blocked_join() {
     loom::model(|| {
-        let clock = ManualClock::new();
-        let pool = ScheduledThreadPool::builder()
-            .core_threads(1)
-            .clock(clock)
-            .build()
-            .unwrap();
+        let pool = manual_pool();
         let h = pool.schedule(|| 5u32, FOREVER).unwrap();
         let joiner = thread::spawn(move || h.join());
         // shutdown_now hands the task back; dropping it cancels it.
@@ -705,12 +695,7 @@ fn cancel_races_blocked_join() {
 #[test]
 fn cancel_races_wait_timeout() {
     loom::model(|| {
-        let clock = ManualClock::new();
-        let pool = ScheduledThreadPool::builder()
-            .core_threads(1)
-            .clock(clock)
-            .build()
-            .unwrap();
+        let pool = manual_pool();
         let h = Arc::new(pool.schedule(|| 5u32, FOREVER).unwrap());
         let waiter = {
             let h = h.clone();
