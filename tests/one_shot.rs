@@ -32,6 +32,51 @@ fn schedule_never_runs_early() {
     }
 }
 
+/// The leader wakes early (by the OS's usual delay) and spins to the
+/// deadline, and a new head kicks the spin short. Thousands of sub-millisecond
+/// delays, submitted in bursts and gaps so every path is taken: none may run
+/// before its deadline. (Lateness is not asserted: this is a shared machine.)
+#[test]
+fn short_delays_never_run_early_while_the_leader_spins() {
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    let early = Arc::new(AtomicUsize::new(0));
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut handles = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(1) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let delay = Duration::from_micros(if seed % 4 == 0 { 0 } else { (seed >> 8) % 400 });
+        let due = Instant::now() + delay;
+        let early = early.clone();
+        handles.push(
+            pool.schedule(
+                move || {
+                    if Instant::now() < due {
+                        early.fetch_add(1, Ordering::Relaxed);
+                    }
+                },
+                delay,
+            )
+            .unwrap(),
+        );
+        if seed % 3 == 0 {
+            std::thread::sleep(Duration::from_micros((seed >> 16) % 300));
+        }
+    }
+    let n = handles.len();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert!(n > 1000, "only {n} tasks were submitted");
+    assert_eq!(
+        early.load(Ordering::Relaxed),
+        0,
+        "tasks ran before their deadline"
+    );
+}
+
 #[test]
 fn execute_is_fifo_on_one_thread() {
     let pool = PoolGuard(ScheduledThreadPool::new(1));
