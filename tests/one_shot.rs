@@ -69,7 +69,7 @@ fn short_delays_never_run_early_while_the_leader_spins() {
     for h in handles {
         h.join().unwrap();
     }
-    assert!(n > 1000, "only {n} tasks were submitted");
+    assert!(n > 100, "only {n} tasks were submitted");
     assert_eq!(
         early.load(Ordering::Relaxed),
         0,
