@@ -27,7 +27,8 @@
 //! - No reference to the head is held while sleeping: only its deadline, a
 //!   number, is read.
 //! - Two spins, neither of which changes who is woken (pool only, real
-//!   clock; never under loom): a waiter that finds the queue empty spins
+//!   clock; under loom the idle spin is a few yielding looks at the kick,
+//!   and the leader never wakes early): a waiter that finds the queue empty spins
 //!   for [`Builder::idle_spin`](crate::Builder::idle_spin) before it
 //!   sleeps, and the leader asks to be woken early by the OS's usual delay
 //!   ([`WakeLatency`]) and spins to the deadline. A spinner has released
@@ -200,8 +201,9 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             leader.next_id = leader.next_id.wrapping_add(1);
             leader.next_id
         };
-        let mut may_spin = cfg!(not(loom)) && !self.spin.is_zero() && clock.is_real();
-        let mut wake_early = may_spin;
+        let mut may_spin = !self.spin.is_zero() && clock.is_real();
+        // loom has no time to learn a wake-up delay from, or to spin to.
+        let mut wake_early = may_spin && cfg!(not(loom));
         // Since when nothing has been queued, for a keep-alive.
         let mut idle_until: Option<Instant> = None;
         loop {
@@ -291,26 +293,14 @@ impl<'a, S: Waitable> Handoff<'a, S> {
     /// `until` passes. Registered as the spinner under the lock, so every
     /// signal meanwhile becomes a kick; the caller re-checks the state under
     /// the lock afterwards, so a push that raced the end of the spin is
-    /// seen there.
-    #[cfg(not(loom))]
+    /// seen there. Under loom the spin is a few yielding looks at the kick,
+    /// so the models check this hand-over too.
     fn spin_outside_lock(&mut self, until: Instant) {
         self.guard.leader().spinner = true;
         let kick = &self.available.kick;
         kick.store(false, Ordering::Relaxed);
-        parking_lot::MutexGuard::unlocked(&mut self.guard, || {
-            while !kick.load(Ordering::Acquire) && Instant::now() < until {
-                for _ in 0..32 {
-                    std::hint::spin_loop();
-                }
-            }
-        });
+        crate::sync::unlocked(&mut self.guard, || crate::sync::spin_until(kick, until));
         self.guard.leader().spinner = false;
-    }
-
-    /// loom does not model time, so models never spin (`may_spin` is false).
-    #[cfg(loom)]
-    fn spin_outside_lock(&mut self, _until: Instant) {
-        unreachable!("spinning is off under loom")
     }
 }
 

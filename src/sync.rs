@@ -31,7 +31,7 @@ macro_rules! loom_thread_local {
 #[cfg(loom)]
 pub(crate) use loom_thread_local as thread_local;
 
-pub(crate) use imp::{Condvar, Mutex, MutexGuard};
+pub(crate) use imp::{spin_until, unlocked, Condvar, Mutex, MutexGuard};
 
 /// Waits on `cv` until `done(&mut state)` holds (true) or `timeout` of real
 /// time passes (false). A timeout too large for an `Instant` waits without
@@ -85,6 +85,20 @@ mod imp {
 
     pub(crate) use parking_lot::{Mutex, MutexGuard};
 
+    /// Runs `f` with the lock released.
+    pub(crate) fn unlocked<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
+        MutexGuard::unlocked(guard, f)
+    }
+
+    /// Spins until `flag` is set or `until` passes.
+    pub(crate) fn spin_until(flag: &std::sync::atomic::AtomicBool, until: Instant) {
+        while !flag.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < until {
+            for _ in 0..32 {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
     /// parking_lot's `Condvar`, with the two waits the crate uses.
     #[derive(Debug, Default)]
     pub(crate) struct Condvar(parking_lot::Condvar);
@@ -124,16 +138,42 @@ mod imp {
     #[derive(Debug, Default)]
     pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
 
-    /// The guard; an `Option` so a wait can hand the inner guard to loom.
+    /// The guard; an `Option` so a wait can hand the inner guard to loom,
+    /// and the mutex, so [`super::unlocked`] can release and re-take it.
     #[derive(Debug)]
-    pub(crate) struct MutexGuard<'a, T>(Option<loom::sync::MutexGuard<'a, T>>);
+    pub(crate) struct MutexGuard<'a, T>(
+        Option<loom::sync::MutexGuard<'a, T>>,
+        &'a loom::sync::Mutex<T>,
+    );
 
     impl<T> Mutex<T> {
         pub(crate) fn new(value: T) -> Self {
             Mutex(loom::sync::Mutex::new(value))
         }
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-            MutexGuard(Some(self.0.lock().unwrap_or_else(|e| e.into_inner())))
+            MutexGuard(
+                Some(self.0.lock().unwrap_or_else(|e| e.into_inner())),
+                &self.0,
+            )
+        }
+    }
+
+    /// Runs `f` with the lock released (parking_lot's `MutexGuard::unlocked`).
+    pub(crate) fn unlocked<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
+        drop(guard.0.take());
+        let result = f();
+        guard.0 = Some(guard.1.lock().unwrap_or_else(|e| e.into_inner()));
+        result
+    }
+
+    /// A spin under loom: a few looks at `flag`, yielding between them (loom
+    /// has no time, so "until" is a bound on looks, not a deadline).
+    pub(crate) fn spin_until(flag: &loom::sync::atomic::AtomicBool, _until: Instant) {
+        for _ in 0..2 {
+            if flag.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
+            loom::thread::yield_now();
         }
     }
 
