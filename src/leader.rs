@@ -119,6 +119,12 @@ impl Signal {
             self.cv.notify_one();
         }
     }
+
+    /// Ends the current spin (a submission that skipped the lock: see
+    /// [`crate::inbox`]).
+    pub(crate) fn kick(&self) {
+        self.kick.store(true, Ordering::Release);
+    }
 }
 
 impl Leader {
@@ -145,6 +151,25 @@ pub(crate) trait Waitable {
     fn keep_alive(&self) -> Option<Duration> {
         None
     }
+    /// Moves work that arrived without the lock into the state (the pool's
+    /// [`crate::inbox`]); called before every look at the head.
+    fn absorb(&mut self) {}
+    /// The waiter is about to sleep: false if work arrived without the lock
+    /// meanwhile (absorb it and look again instead). A true must be
+    /// followed by [`woke`](Self::woke).
+    fn may_sleep(&mut self) -> bool {
+        true
+    }
+    /// The waiter that [`may_sleep`](Self::may_sleep) let sleep is awake.
+    fn woke(&mut self) {}
+    /// A waiter starts spinning outside the lock (towards the head's
+    /// deadline, or for a while if there is none). Fails (false) if work
+    /// arrived without the lock: absorb it instead.
+    fn spin_starts(&mut self) -> bool {
+        true
+    }
+    /// The spin that [`spin_starts`](Self::spin_starts) began has ended.
+    fn spin_ends(&mut self) {}
 }
 
 /// Why [`Handoff::wait_due`] returned.
@@ -207,6 +232,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
         // Since when nothing has been queued, for a keep-alive.
         let mut idle_until: Option<Instant> = None;
         loop {
+            self.guard.absorb();
             let head = self.guard.head_deadline();
             let mut now = 0;
             if let Some(deadline) = head {
@@ -251,6 +277,9 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                     continue; // re-check everything under the lock
                 }
             }
+            if !self.guard.may_sleep() {
+                continue; // work arrived without the lock: absorb it
+            }
             if let (true, Some(deadline)) = (lead, head) {
                 self.guard.leader().current = Some(me);
                 // Ask to be woken the OS's usual delay early, where the rest
@@ -264,6 +293,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 let target = deadline.saturating_sub(early);
                 let timed_out =
                     clock.wait(&self.available.cv, &mut self.guard, Some(target), limit);
+                self.guard.woke();
                 if timed_out && wake_early {
                     let now = clock.now();
                     let leader = self.guard.leader();
@@ -285,6 +315,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 }
             } else {
                 clock.wait(&self.available.cv, &mut self.guard, None, limit);
+                self.guard.woke();
             }
         }
     }
@@ -296,11 +327,15 @@ impl<'a, S: Waitable> Handoff<'a, S> {
     /// seen there. Under loom the spin is a few yielding looks at the kick,
     /// so the models check this hand-over too.
     fn spin_outside_lock(&mut self, until: Instant) {
-        self.guard.leader().spinner = true;
         let kick = &self.available.kick;
         kick.store(false, Ordering::Relaxed);
+        if !self.guard.spin_starts() {
+            return; // work arrived without the lock: the caller re-checks
+        }
+        self.guard.leader().spinner = true;
         crate::sync::unlocked(&mut self.guard, || crate::sync::spin_until(kick, until));
         self.guard.leader().spinner = false;
+        self.guard.spin_ends();
     }
 }
 

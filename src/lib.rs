@@ -98,6 +98,7 @@ mod handle;
 mod heap;
 mod hooks;
 mod idle;
+mod inbox;
 #[doc(hidden)]
 pub mod internals;
 mod leader;
@@ -106,6 +107,7 @@ mod periodic_task;
 mod pool;
 mod shared;
 mod slots;
+mod state;
 mod stats;
 mod sync;
 mod task;

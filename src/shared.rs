@@ -35,11 +35,13 @@ use std::time::Duration;
 use crate::clock::{Clock, ClockListener, Nanos};
 use crate::error::Rejected;
 use crate::hooks::Hooks;
-use crate::leader::{Handoff, Leader, Signal, Waitable};
+use crate::inbox::Inbox;
+use crate::leader::{Handoff, Signal};
+pub(crate) use crate::state::State;
 use crate::stats::LatenessHistogram;
 use crate::sync::{wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
 use crate::task::{EndOfRun, Header, Job};
-use crate::work_queue::{Entry, WorkQueue};
+use crate::work_queue::Entry;
 
 pub(crate) const RUNNING: u8 = 0;
 pub(crate) const SHUTDOWN: u8 = 1;
@@ -66,70 +68,11 @@ pub(crate) struct Config {
     pub(crate) hooks: Hooks,
 }
 
-/// Everything the pool lock protects.
-pub(crate) struct State {
-    pub(crate) queue: WorkQueue,
-    pub(crate) leader: Leader,
-    pub(crate) run_state: u8,
-    /// Worker threads started and not yet exited.
-    pub(crate) workers: usize,
-    /// Names the next worker thread.
-    pub(crate) next_worker: usize,
-    /// Tasks taken from the heap and not yet finished.
-    pub(crate) active: usize,
-    pub(crate) completed: u64,
-    pub(crate) accepted: u64,
-    /// Threads blocked in `wait_idle`.
-    pub(crate) idle_waiters: usize,
-    /// Paused tasks (not queued): shutdown completes them, so no `join`
-    /// waits forever on a task nobody can resume.
-    pub(crate) paused: Vec<Arc<dyn Job>>,
-    /// A core-0 pool's keep-alive: its worker leaves after this long with
-    /// nothing queued (Java: a timed poll with `keepAliveTime`).
-    pub(crate) keep_alive: Option<Duration>,
-}
-
-impl Waitable for State {
-    fn leader(&mut self) -> &mut Leader {
-        &mut self.leader
-    }
-    fn head_deadline(&self) -> Option<Nanos> {
-        self.queue.peek_deadline()
-    }
-    /// Workers stop waiting once the pool is stopping, or shut down with
-    /// nothing left to run (Java's `getTask` returning null).
-    fn is_closed(&self) -> bool {
-        self.run_state >= STOP || (self.run_state == SHUTDOWN && self.queue.is_empty())
-    }
-    fn keep_alive(&self) -> Option<Duration> {
-        self.keep_alive
-    }
-}
-
-impl State {
-    /// Queues `task` at its current deadline; true if it became the head.
-    /// `now` is a recent clock reading: a task due by then takes the lane.
-    pub(crate) fn push(&mut self, task: Arc<dyn Job>, now: Nanos) -> bool {
-        self.queue.push(task, now)
-    }
-
-    /// Reserves a worker slot if fewer than the core size run (at least one
-    /// even for a core size of 0); returns the new worker's number. Java's
-    /// `ensurePrestart`: at most one new thread per call.
-    pub(crate) fn reserve_worker(&mut self, config: &Config) -> Option<usize> {
-        if self.workers < config.core_threads.max(1) {
-            self.workers += 1;
-            self.next_worker += 1;
-            Some(self.next_worker - 1)
-        } else {
-            None
-        }
-    }
-}
-
 /// What the pool's threads and handles share.
 pub(crate) struct Shared {
     state: Mutex<State>,
+    /// Submissions that need not wake anyone skip `state`'s lock.
+    inbox: Arc<Inbox>,
     /// Leader/follower signalling of the work queue (notify_one only).
     available: Signal,
     /// The termination latch (`await_termination`).
@@ -144,25 +87,16 @@ pub(crate) struct Shared {
     pub(crate) lateness: LatenessHistogram,
     pub(crate) panicked: AtomicU64,
     /// When the last starvation warning was logged (clock nanos).
-    pub(crate) last_starvation_warning: AtomicU64,
+    /// (std's atomic even under loom: whether it is touched depends on real time.)
+    pub(crate) last_starvation_warning: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
     pub(crate) fn new(config: Config, clock: Clock) -> Arc<Shared> {
+        let inbox = Arc::new(Inbox::new(config.core_threads));
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                queue: WorkQueue::new(),
-                leader: Leader::default(),
-                run_state: RUNNING,
-                workers: 0,
-                next_worker: 0,
-                active: 0,
-                completed: 0,
-                accepted: 0,
-                idle_waiters: 0,
-                paused: Vec::new(),
-                keep_alive: (config.core_threads == 0).then_some(config.keep_alive),
-            }),
+            state: Mutex::new(State::new(&config, Arc::clone(&inbox))),
+            inbox,
             available: Signal::new(),
             terminated: Condvar::new(),
             idle: Condvar::new(),
@@ -172,20 +106,23 @@ impl Shared {
             next_seq: AtomicU64::new(0),
             lateness: LatenessHistogram::new(),
             panicked: AtomicU64::new(0),
-            last_starvation_warning: AtomicU64::new(0),
+            last_starvation_warning: std::sync::atomic::AtomicU64::new(0),
         });
         let listener: Weak<dyn ClockListener> = Arc::downgrade(&shared) as Weak<Shared>;
         shared.clock.subscribe(listener);
         shared
     }
 
+    /// The pool lock, with the inbox absorbed.
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock()
+        let mut state = self.state.lock();
+        state.absorb();
+        state
     }
 
     /// The lock, wrapped so that leaving it hands leadership on.
     pub(crate) fn handoff(&self) -> Handoff<'_, State> {
-        Handoff::new(self.state.lock(), &self.available, self.config.idle_spin)
+        Handoff::new(self.lock(), &self.available, self.config.idle_spin)
     }
 
     pub(crate) fn next_seq(&self) -> u64 {
@@ -200,6 +137,7 @@ impl Shared {
         if state.run_state < to {
             state.run_state = to;
             self.run_state.store(to, Ordering::Release);
+            state.close_inbox();
         }
     }
 
@@ -215,6 +153,17 @@ impl Shared {
         task: Arc<dyn Job>,
         now: Nanos,
     ) -> Result<(), Rejected> {
+        // Due already, with nobody to wake and nothing to start: leave it
+        // for the workers. (A delayed task goes into the heap under the
+        // lock: sifting it in is work a worker should not inherit.)
+        let task = if task.header().deadline() <= now {
+            match self.inbox.offer(task, now, &self.available) {
+                Ok(()) => return Ok(()),
+                Err(task) => task,
+            }
+        } else {
+            task
+        };
         let mut state = self.handoff();
         if state.run_state != RUNNING {
             drop(state);
@@ -253,7 +202,7 @@ impl Shared {
         };
         tracing::error!(target: "schedpool::pool", error = %err, "could not start a worker thread");
         let mut state = self.lock();
-        state.workers -= 1;
+        state.worker_left();
         let mut taken_back = None;
         if state.workers == 0 {
             if let Some((header, task)) = submitted {

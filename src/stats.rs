@@ -12,8 +12,11 @@ use std::time::Duration;
 use crate::clock::Nanos;
 use crate::hooks::TaskPanic;
 use crate::shared::{Shared, TERMINATED};
-use crate::sync::{AtomicU64, Ordering};
+// std's atomics even under loom: these are statistics, not protocol, and
+// which bucket (which atomic) a run touches depends on real time, which
+// would make a loom model's replays diverge.
 use crate::task::{Caught, Header};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const BUCKETS: usize = 8 * 62;
 

@@ -59,7 +59,7 @@ impl Drop for ExitGuard<'_> {
         }
         let replacement = {
             let mut state = self.shared.lock();
-            state.workers -= 1;
+            state.worker_left();
             if self.busy {
                 self.shared.note_finished(&mut state);
             }
@@ -112,7 +112,12 @@ pub(crate) fn run(shared: Arc<Shared>) {
             crate::leader::Wake::Due(now) => now,
             crate::leader::Wake::TimedOut if !state.queue.is_empty() => continue,
             crate::leader::Wake::Closed | crate::leader::Wake::TimedOut => {
-                state.workers -= 1;
+                state.worker_left();
+                if state.run_state == RUNNING && !state.queue.is_empty() {
+                    // A submission came in through the inbox as it closed.
+                    state.worker_back();
+                    continue;
+                }
                 guard.left = true;
                 let terminated = shared.try_terminate(&mut state);
                 drop(state);

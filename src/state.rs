@@ -1,0 +1,171 @@
+//! Everything the pool lock protects: the work queue, the leader slot, the
+//! run state and the counters, with the moves that keep them consistent
+//! with the submission [`Inbox`].
+//!
+//! # Invariants
+//!
+//! - Only code holding the pool lock has a `&mut State`, so "must hold the
+//!   lock" is a type. [`Shared::lock`](crate::shared::Shared::lock) and
+//!   [`Shared::handoff`](crate::shared::Shared::handoff) absorb the inbox
+//!   before they hand it out, and a waiting worker absorbs before every
+//!   look at the head.
+//! - `workers` and `run_state` are mirrored into the inbox's gate whenever
+//!   they change; a change that may close the gate is followed by an
+//!   absorb, so no task is left behind a closed gate.
+//! - An absorbed task counts as accepted, and is pushed exactly as a
+//!   submission under the lock would have been: a new head clears the
+//!   leader (the absorbing thread is a worker about to look at the head,
+//!   or every worker is awake or kicked; see [`crate::inbox`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::Nanos;
+use crate::inbox::{Inbox, Incoming};
+use crate::leader::{Leader, Waitable};
+use crate::shared::{Config, RUNNING, SHUTDOWN, STOP};
+use crate::task::Job;
+use crate::work_queue::WorkQueue;
+
+/// Everything the pool lock protects.
+pub(crate) struct State {
+    pub(crate) queue: WorkQueue,
+    pub(crate) leader: Leader,
+    pub(crate) run_state: u8,
+    /// Worker threads started and not yet exited.
+    pub(crate) workers: usize,
+    /// Names the next worker thread.
+    pub(crate) next_worker: usize,
+    /// Tasks taken from the heap and not yet finished.
+    pub(crate) active: usize,
+    pub(crate) completed: u64,
+    pub(crate) accepted: u64,
+    /// Threads blocked in `wait_idle`.
+    pub(crate) idle_waiters: usize,
+    /// Paused tasks (not queued): shutdown completes them, so no `join`
+    /// waits forever on a task nobody can resume.
+    pub(crate) paused: Vec<Arc<dyn Job>>,
+    /// A core-0 pool's keep-alive: its worker leaves after this long with
+    /// nothing queued (Java: a timed poll with `keepAliveTime`).
+    pub(crate) keep_alive: Option<Duration>,
+    /// Submissions that skipped this lock (shared with [`crate::shared::Shared`]).
+    inbox: Arc<Inbox>,
+    /// The tray swapped out of the inbox while absorbing (kept for its
+    /// capacity).
+    incoming: Vec<Incoming>,
+}
+
+impl Waitable for State {
+    fn leader(&mut self) -> &mut Leader {
+        &mut self.leader
+    }
+    fn head_deadline(&self) -> Option<Nanos> {
+        self.queue.peek_deadline()
+    }
+    /// Workers stop waiting once the pool is stopping, or shut down with
+    /// nothing left to run (Java's `getTask` returning null).
+    fn is_closed(&self) -> bool {
+        self.run_state >= STOP || (self.run_state == SHUTDOWN && self.queue.is_empty())
+    }
+    fn keep_alive(&self) -> Option<Duration> {
+        self.keep_alive
+    }
+    fn absorb(&mut self) {
+        State::absorb(self);
+    }
+    fn may_sleep(&mut self) -> bool {
+        self.inbox.sleep()
+    }
+    fn woke(&mut self) {
+        self.inbox.woke();
+    }
+    fn spin_starts(&mut self) -> bool {
+        self.inbox.spin_starts(self.queue.peek_deadline())
+    }
+    fn spin_ends(&mut self) {
+        self.inbox.spin_ends();
+    }
+}
+
+impl State {
+    pub(crate) fn new(config: &Config, inbox: Arc<Inbox>) -> Self {
+        State {
+            queue: WorkQueue::new(),
+            leader: Leader::default(),
+            run_state: RUNNING,
+            workers: 0,
+            next_worker: 0,
+            active: 0,
+            completed: 0,
+            accepted: 0,
+            idle_waiters: 0,
+            paused: Vec::new(),
+            keep_alive: (config.core_threads == 0).then_some(config.keep_alive),
+            inbox,
+            incoming: Vec::new(),
+        }
+    }
+
+    /// Queues `task` at its current deadline; true if it became the head.
+    /// `now` is a recent clock reading: a task due by then takes the lane.
+    pub(crate) fn push(&mut self, task: Arc<dyn Job>, now: Nanos) -> bool {
+        self.queue.push(task, now)
+    }
+
+    /// Moves the inbox's tasks into the queue, in submission order.
+    pub(crate) fn absorb(&mut self) {
+        if self.inbox.looks_empty() {
+            return;
+        }
+        self.inbox.take(&mut self.incoming);
+        let mut new_head = false;
+        let mut incoming = std::mem::take(&mut self.incoming);
+        for (task, now) in incoming.drain(..) {
+            self.accepted += 1;
+            new_head |= self.queue.push(task, now);
+        }
+        // Keep a burst's capacity only while it is small.
+        if incoming.capacity() <= 1024 {
+            self.incoming = incoming;
+        }
+        if new_head {
+            self.leader.clear();
+        }
+    }
+
+    /// Reserves a worker slot if fewer than the core size run (at least one
+    /// even for a core size of 0); returns the new worker's number. Java's
+    /// `ensurePrestart`: at most one new thread per call.
+    pub(crate) fn reserve_worker(&mut self, config: &Config) -> Option<usize> {
+        if self.workers < config.core_threads.max(1) {
+            self.workers += 1;
+            self.inbox.set_workers(self.workers);
+            self.next_worker += 1;
+            Some(self.next_worker - 1)
+        } else {
+            None
+        }
+    }
+
+    /// A worker left (or was never started): one fewer, and whatever the
+    /// inbox let in before its gate saw that is queued now.
+    pub(crate) fn worker_left(&mut self) {
+        self.workers -= 1;
+        self.inbox.set_workers(self.workers);
+        self.absorb();
+    }
+
+    /// A worker that was leaving stays after all (see
+    /// [`worker_left`](Self::worker_left)).
+    pub(crate) fn worker_back(&mut self) {
+        self.workers += 1;
+        self.inbox.set_workers(self.workers);
+    }
+
+    /// The run state grew past `RUNNING`: the inbox closes, and what it let
+    /// in before is queued now, to be purged, run or returned with the rest.
+    pub(crate) fn close_inbox(&mut self) {
+        self.inbox.close();
+        self.absorb();
+    }
+}
