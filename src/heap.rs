@@ -6,9 +6,9 @@
 //! # Invariants
 //!
 //! - Ordered by `(deadline, sequence)`: earliest first, FIFO among equal
-//!   deadlines because sequence numbers are unique. Both live in the entry
-//!   (the array), so a comparison never dereferences a task; the sequence
-//!   number is read only on a tie.
+//!   deadlines because sequence numbers are unique. The deadline lives in
+//!   the entry (the array), so a comparison reads the sequence number, which
+//!   may live behind a pointer, only on a tie.
 //! - Every time an entry lands in a slot, [`Positions::set`] is told its new
 //!   index, so while queued an entry's recorded index equals its position;
 //!   an entry leaving the heap is told [`NOT_QUEUED`]. That makes removal of

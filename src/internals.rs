@@ -61,11 +61,11 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
         let h = e.task.header();
         if i > 0 {
             let p = heap[(i - 1) / crate::heap::ARITY];
-            if (p.deadline, p.seq) > (e.deadline, e.seq) {
+            if p.key() > e.key() {
                 return Err(format!("heap property broken at {i}"));
             }
         }
-        if (e.deadline, e.seq) != (h.deadline(), h.seq) {
+        if e.deadline != h.deadline() {
             return Err(format!("entry {i}: deadline differs from task {}'s", h.seq));
         }
         let index = h.heap_index();
@@ -85,7 +85,7 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
         }
         if i > 0 {
             let p = lane[i - 1];
-            if (p.deadline, p.seq) >= (e.deadline, e.seq) {
+            if p.key() >= e.key() {
                 return Err(format!("lane out of order at {i}"));
             }
         }

@@ -475,7 +475,7 @@ mod tests {
             "{}",
             size_of::<super::Header>()
         );
-        assert!(size_of::<crate::work_queue::Entry>() <= 32);
+        assert!(size_of::<crate::work_queue::Entry>() <= 24);
         // A no-op closure's task: header, body cell, completion cell.
         assert!(size_of::<super::OnceTask<(), fn()>>() <= 80);
         // `execute`'s task has no completion cell.
