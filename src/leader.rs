@@ -36,6 +36,11 @@
 //!   [`Signal`] kick instead of a notify; it re-checks everything under the
 //!   lock when the spin ends.
 //!
+//! - Work may also arrive without the lock (the pool's
+//!   [`crate::inbox`]): the waiter absorbs it before every look at the head
+//!   ([`Waitable::absorb`]), and sleeps or spins only if the state agrees
+//!   nothing arrived since ([`Waitable::may_sleep`], [`Waitable::spin_starts`]).
+//!
 //! Why no wake-up is lost: a waiter only sleeps after checking, under the
 //! lock, that the head is not due. Anything that can make something due
 //! earlier (a push of a new head, a manual clock's advance) changes state
