@@ -13,14 +13,14 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 /// About the size of a pending no-op task (W6): the allocation a schedule makes.
 struct TaskSized {
-    _words: [u64; 9],
+    _words: [u64; 6],
 }
 
 fn parts(c: &mut Criterion) {
     let mut g = c.benchmark_group("schedule_parts");
     g.bench_function("Instant::now", |b| b.iter(|| black_box(Instant::now())));
-    g.bench_function("Arc::new(88 B) + drop", |b| {
-        b.iter(|| black_box(Arc::new(TaskSized { _words: [0; 9] })))
+    g.bench_function("Arc::new(64 B) + drop", |b| {
+        b.iter(|| black_box(Arc::new(TaskSized { _words: [0; 6] })))
     });
     let lock = parking_lot::Mutex::new(0u64);
     g.bench_function("uncontended lock + unlock", |b| {

@@ -303,7 +303,10 @@ impl PendingTask {
     pub fn run(self) {
         let header = self.task.header();
         if header.try_start() {
-            let ran = self.task.run(&self.pool.clock, self.pool.clock.now());
+            let watched = Arc::strong_count(&self.task) > 1;
+            let ran = self
+                .task
+                .run(&self.pool.clock, self.pool.clock.now(), watched);
             if let Some(caught) = ran.panic {
                 self.pool.report_panic(header, caught);
             }

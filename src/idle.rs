@@ -62,9 +62,9 @@ where
         None
     }
 
-    fn run(&self, _clock: &Clock, _now: Nanos) -> Ran {
+    fn run(&self, _clock: &Clock, _now: Nanos, watched: bool) -> Ran {
         // `rearm` decided, under the activity lock, that the timer fires.
-        self.once.run_body()
+        self.once.run_body(watched)
     }
 
     fn cancelled(&self) {
@@ -78,8 +78,8 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    fn completion(&self) -> &Completion<T> {
-        self.once.completion()
+    fn completion(&self) -> Arc<Completion<T>> {
+        self.once.cell()
     }
 }
 

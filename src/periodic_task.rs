@@ -17,6 +17,7 @@
 //!   the panic; never both.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use crate::clock::{after, delay_nanos, Clock, Nanos};
 use crate::completion::Completion;
@@ -168,7 +169,8 @@ impl Control {
 pub(crate) struct PeriodicTask<F> {
     header: Header,
     body: Mutex<Option<F>>,
-    completion: Completion<()>,
+    /// Shared with handles (periodic tasks are few: the cell is eager).
+    completion: Arc<Completion<()>>,
     control: Control,
 }
 
@@ -177,7 +179,7 @@ impl<F> PeriodicTask<F> {
         PeriodicTask {
             header,
             body: Mutex::new(Some(body)),
-            completion: Completion::new(),
+            completion: Arc::new(Completion::new()),
             control,
         }
     }
@@ -200,7 +202,7 @@ where
         self.control.runs()
     }
 
-    fn run(&self, clock: &Clock, started: Nanos) -> Ran {
+    fn run(&self, clock: &Clock, started: Nanos, _watched: bool) -> Ran {
         let c = &self.control;
         let body = self.body.lock().take();
         let Some(mut body) = body else {
@@ -297,7 +299,7 @@ where
     F: FnMut() -> R + Send + 'static,
     R: RunOutcome + 'static,
 {
-    fn completion(&self) -> &Completion<()> {
-        &self.completion
+    fn completion(&self) -> Arc<Completion<()>> {
+        Arc::clone(&self.completion)
     }
 }

@@ -29,6 +29,7 @@
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use crate::clock::{Clock, Nanos};
 use crate::completion::Completion;
@@ -300,8 +301,10 @@ impl Ran {
 pub(crate) trait Job: Send + Sync + 'static {
     fn header(&self) -> &Header;
     /// Runs the body once. The caller has won [`Header::try_start`];
-    /// `started` is the clock's reading when the run began.
-    fn run(&self, clock: &Clock, started: Nanos) -> Ran;
+    /// `started` is the clock's reading when the run began. `watched`: a
+    /// handle may still read the result (the caller's reference is not the
+    /// only one), so a result must be kept.
+    fn run(&self, clock: &Clock, started: Nanos, watched: bool) -> Ran;
     /// Completes the handle as cancelled and drops the body unless it is out
     /// running. The caller has won [`Header::try_cancel`]; never call it
     /// under a pool lock.
@@ -330,20 +333,31 @@ pub(crate) trait Job: Send + Sync + 'static {
 
 /// The handle's view of a task.
 pub(crate) trait TaskRef<T>: Job {
-    fn completion(&self) -> &Completion<T>;
+    /// The result cell (a one-shot task creates it on first need).
+    fn completion(&self) -> Arc<Completion<T>>;
 }
 
 /// A task that runs once and produces a `T`.
 ///
+/// Its result cell exists only once someone needs it: a handle that waits
+/// or polls, or a run that finishes while a handle may still read the
+/// result. A pending task with nobody waiting (the common case: millions of
+/// timeouts, most cancelled) carries one pointer for it, not the cell.
+///
 /// `repr(C)` keeps the order: what a cancel touches (the header's state and
 /// heap index, then the body it drops) comes first, next to the `Arc`'s
-/// counts, so a cancel of a small closure usually stays in one cache line;
-/// the completion cell, which it skips when nobody waits, comes last.
+/// counts, so a cancel of a small closure stays in one cache line.
 #[repr(C)]
 pub(crate) struct OnceTask<T, F> {
     header: Header,
-    body: Mutex<Option<F>>,
-    completion: Completion<T>,
+    slot: Mutex<Slot<T, F>>,
+}
+
+struct Slot<T, F> {
+    /// Until it runs or is cancelled.
+    body: Option<F>,
+    /// The result cell, once needed (see [`OnceTask`]).
+    cell: Option<Arc<Completion<T>>>,
 }
 
 impl<T, F> OnceTask<T, F>
@@ -354,19 +368,44 @@ where
     pub(crate) fn new(header: Header, body: F) -> Self {
         OnceTask {
             header,
-            body: Mutex::new(Some(body)),
-            completion: Completion::new(),
+            slot: Mutex::new(Slot {
+                body: Some(body),
+                cell: None,
+            }),
+        }
+    }
+
+    /// The result cell, created if nobody needed it yet.
+    pub(crate) fn cell(&self) -> Arc<Completion<T>> {
+        let mut slot = self.slot.lock();
+        Arc::clone(slot.cell.get_or_insert_with(|| Arc::new(Completion::new())))
+    }
+
+    /// Completes the handle (the caller won `finish`): into the cell if it
+    /// exists or a handle may still read it; otherwise nobody ever can, and
+    /// the result is dropped here.
+    fn complete(&self, result: Result<T, TaskError>, watched: bool) {
+        let cell = if watched {
+            Some(self.cell())
+        } else {
+            self.slot.lock().cell.clone()
+        };
+        match cell {
+            Some(cell) => {
+                cell.complete(result);
+            }
+            None => drop_quietly(result),
         }
     }
 
     /// Runs the body (the caller won `try_start`) and completes the handle.
-    pub(crate) fn run_body(&self) -> Ran {
-        let body = self.body.lock().take();
+    pub(crate) fn run_body(&self, watched: bool) -> Ran {
+        let body = self.slot.lock().body.take();
         let Some(body) = body else { return Ran::DONE };
         match catch_unwind(AssertUnwindSafe(body)) {
             Ok(value) => {
                 if self.header.finish() {
-                    self.completion.complete(Ok(value));
+                    self.complete(Ok(value), watched);
                 } else {
                     // Cancelled while running: the handle already says so.
                     drop_quietly(value);
@@ -376,8 +415,7 @@ where
             Err(payload) => {
                 let caught = Caught::new(payload);
                 if self.header.finish() {
-                    self.completion
-                        .complete(Err(TaskError::Panicked(caught.message.clone())));
+                    self.complete(Err(TaskError::Panicked(caught.message.clone())), watched);
                 }
                 Ran {
                     again: false,
@@ -388,12 +426,16 @@ where
     }
 
     pub(crate) fn cancel_body(&self) {
+        let (body, cell) = {
+            let mut slot = self.slot.lock();
+            (slot.body.take(), slot.cell.clone())
+        };
         // Nobody waiting: the cancelled state is the outcome (see
-        // `crate::completion`), and the cell's cache line stays cold.
-        if self.header.was_waited() {
-            self.completion.complete(Err(TaskError::Cancelled));
+        // `crate::completion`). A waiter creates the cell before it marks
+        // the task, so a marked task has one.
+        if let (true, Some(cell)) = (self.header.was_waited(), cell) {
+            cell.complete(Err(TaskError::Cancelled));
         }
-        let body = self.body.lock().take();
         drop_quietly(body);
     }
 }
@@ -406,8 +448,8 @@ where
     fn header(&self) -> &Header {
         &self.header
     }
-    fn run(&self, _clock: &Clock, _started: Nanos) -> Ran {
-        self.run_body()
+    fn run(&self, _clock: &Clock, _started: Nanos, watched: bool) -> Ran {
+        self.run_body(watched)
     }
     fn cancelled(&self) {
         self.cancel_body();
@@ -419,8 +461,8 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    fn completion(&self) -> &Completion<T> {
-        &self.completion
+    fn completion(&self) -> Arc<Completion<T>> {
+        self.cell()
     }
 }
 
@@ -446,7 +488,7 @@ impl<F: FnOnce() + Send + 'static> Job for ExecTask<F> {
     fn header(&self) -> &Header {
         &self.header
     }
-    fn run(&self, _clock: &Clock, _started: Nanos) -> Ran {
+    fn run(&self, _clock: &Clock, _started: Nanos, _watched: bool) -> Ran {
         let body = self.body.lock().take();
         let Some(body) = body else { return Ran::DONE };
         let panic = catch_unwind(AssertUnwindSafe(body)).err().map(Caught::new);
@@ -476,8 +518,15 @@ mod tests {
             size_of::<super::Header>()
         );
         assert!(size_of::<crate::work_queue::Entry>() <= 24);
-        // A no-op closure's task: header, body cell, completion cell.
-        assert!(size_of::<super::OnceTask<(), fn()>>() <= 80);
+        // A no-op closure's task: header, and body and result-cell pointer
+        // under one lock.
+        let noop = || ();
+        assert!(
+            size_of_val(&super::OnceTask::new(
+                super::Header::new(0, 0, super::Kind::Once),
+                noop
+            )) <= 48
+        );
         // `execute`'s task has no completion cell.
         let noop = || ();
         assert!(

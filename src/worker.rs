@@ -224,7 +224,8 @@ fn run_one(shared: &Shared, task: Arc<dyn Job>, now: Nanos) -> Finished {
     hooks.before(&info);
     let ran = {
         let _current = CurrentRun::enter(info);
-        task.run(&shared.clock, now)
+        let watched = Arc::strong_count(&task) > 1;
+        task.run(&shared.clock, now, watched)
     };
     hooks.after(&info, ran.panic.as_ref().map(|p| p.message.as_str()));
     if let Some(caught) = ran.panic {
