@@ -160,7 +160,12 @@ impl WorkQueue {
             && self
                 .lane
                 .back()
-                .is_none_or(|back| (deadline, header.seq) > back.key());
+                .is_none_or(|back| {
+                    // The back's sequence number only on a tie (one fewer
+                    // pointer to follow per push).
+                    back.deadline < deadline
+                        || (back.deadline == deadline && back.task.header().seq < header.seq)
+                });
         if !fits_lane {
             // Not yet due, or it would break the lane's order (a racing
             // submitter queued a later sequence number first, or a trigger
