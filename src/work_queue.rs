@@ -157,15 +157,12 @@ impl WorkQueue {
         let header = task.header();
         let deadline = header.deadline();
         let fits_lane = deadline <= now
-            && self
-                .lane
-                .back()
-                .is_none_or(|back| {
-                    // The back's sequence number only on a tie (one fewer
-                    // pointer to follow per push).
-                    back.deadline < deadline
-                        || (back.deadline == deadline && back.task.header().seq < header.seq)
-                });
+            && self.lane.back().is_none_or(|back| {
+                // The back's sequence number only on a tie (one fewer
+                // pointer to follow per push).
+                back.deadline < deadline
+                    || (back.deadline == deadline && back.task.header().seq < header.seq)
+            });
         if !fits_lane {
             // Not yet due, or it would break the lane's order (a racing
             // submitter queued a later sequence number first, or a trigger
