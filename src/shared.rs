@@ -312,13 +312,15 @@ impl Shared {
     /// Java's `shutdown` + `onShutdown`: stop accepting, cancel what the
     /// policies say may not run, let the rest finish. Never blocks.
     pub(crate) fn shutdown(&self) {
-        let now = self.clock.now();
         let removed = {
             let mut state = self.handoff();
             if state.run_state != RUNNING {
                 return;
             }
             self.set_run_state(&mut state, SHUTDOWN);
+            // Read after the inbox closed: every task it let in was due by
+            // its submitter's reading, so by this one too, and is kept.
+            let now = self.clock.now();
             let config = &self.config;
             let removed = state.queue.retain(|e| {
                 let h = e.task.header();
@@ -412,6 +414,8 @@ impl Shared {
         let mut state = self.lock();
         state.idle_waiters += 1;
         let idle = wait_for(&self.idle, &mut state, timeout, |s| {
+            // A re-check after a wake-up sees submissions that skipped the lock.
+            s.absorb();
             let now = self.clock.now();
             let due = s.queue.peek_deadline().is_some_and(|d| d <= now);
             s.active == 0 && (!due || s.run_state >= STOP)

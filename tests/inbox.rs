@@ -6,9 +6,8 @@
 //! No timing is asserted beyond generous "it ran at all" limits.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use schedpool::ScheduledThreadPool;
 
@@ -80,25 +79,37 @@ fn bursts_with_idle_gaps_lose_nothing() {
     assert_eq!(pool.completed_task_count(), 20_001);
 }
 
-/// A core-0 pool's worker leaves after 10 ms with nothing queued; a
-/// submission that arrives as it leaves must still run (the worker closes
-/// the gate, then absorbs, and stays if that found work). Submissions land
-/// at 9.6–10.4 ms of idleness, around the moment it leaves. The window
-/// where the gate matters is a few hundred nanoseconds wide, so this mostly
-/// checks the paths around it (leave, then a submission starts a new
-/// worker); loom cannot reach it at all (its keep-alive is a timed wait).
+/// A core-0 pool's worker leaves after 10 ms with nothing queued. A
+/// submission that arrives as it leaves must still run: the worker closes
+/// the inbox's gate, absorbs, and stays if that found work. Each attempt
+/// aims a submission at the end of the keep-alive, from 20 µs before to
+/// 100 µs after (the window that matters is a few hundred nanoseconds wide,
+/// somewhere in there). Without the worker's re-check a task was stranded
+/// within ~75 attempts in a review; loom cannot reach this path (the
+/// keep-alive is a timed wait).
 #[test]
 fn a_submission_racing_the_keep_alive_exit_runs() {
     let pool = ScheduledThreadPool::builder()
         .core_threads(0)
         .build()
         .unwrap();
-    let (tx, rx) = mpsc::channel();
-    for i in 0..60u64 {
-        let tx = tx.clone();
-        pool.execute(move || tx.send(i).unwrap()).unwrap();
-        assert_eq!(rx.recv_timeout(LOST), Ok(i), "submission {i} never ran");
-        std::thread::sleep(Duration::from_micros(9_600 + (i * 37) % 800));
+    let mut rng = 0x2545_F491_4F6C_DD1D_u64;
+    for attempt in 0..400 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        // The previous task's end starts the worker's keep-alive.
+        let ended = pool.submit(Instant::now).unwrap().join().unwrap();
+        let offset = Duration::from_nanos(rng % 120_000);
+        let at = ended + Duration::from_millis(10) - Duration::from_micros(20) + offset;
+        while Instant::now() < at {
+            std::hint::spin_loop();
+        }
+        let h = pool.submit(|| ()).unwrap();
+        assert!(
+            h.wait_timeout(LOST),
+            "attempt {attempt}: stranded (aimed {offset:?} after keep-alive - 20 µs)"
+        );
     }
     assert!(pool.shutdown().await_termination(LOST));
 }

@@ -134,30 +134,40 @@ fn submission_races_shutdown() {
     });
 }
 
-/// A delayed task submitted while the worker is busy (so it may wait in the
-/// inbox) and cancelled at once: the cancel finds it, the queue is empty
-/// afterwards, and it never runs.
+/// A due task (which may go through the inbox) cancelled at once by its
+/// submitter, with the worker spinning, going to sleep or taking it: a
+/// successful cancel leaves the queue empty and the handle cancelled (the
+/// body ran at most once, if the cancel came during its run); a failed one
+/// means it ran. (Found by review: an earlier version of this model
+/// scheduled a delayed task, which never uses the inbox.)
 #[test]
-fn cancel_finds_a_task_still_in_the_inbox() {
-    loom::model(|| {
-        let pool = warm_pool(1, true);
-        let ran = Arc::new(AtomicUsize::new(0));
-        let h = {
-            let ran = ran.clone();
-            pool.schedule(
-                move || {
+fn cancel_of_a_due_task_that_may_be_in_the_inbox() {
+    for spin in [true, false] {
+        loom::model(move || {
+            let pool = warm_pool(1, spin);
+            let ran = Arc::new(AtomicUsize::new(0));
+            let h = {
+                let ran = ran.clone();
+                pool.submit(move || {
                     ran.fetch_add(1, Ordering::SeqCst);
-                },
-                FOREVER,
-            )
-            .unwrap()
-        };
-        assert!(h.cancel());
-        assert_eq!(pool.queue_len(), 0);
-        assert_eq!(h.join(), Err(TaskError::Cancelled));
-        finish(&pool);
-        assert_eq!(ran.load(Ordering::SeqCst), 0);
-    });
+                })
+                .unwrap()
+            };
+            let cancelled = h.cancel();
+            let len = pool.queue_len();
+            let result = h.join();
+            let runs = ran.load(Ordering::SeqCst);
+            if cancelled {
+                assert_eq!(len, 0, "a cancelled task is still queued");
+                assert_eq!(result, Err(TaskError::Cancelled));
+                assert!(runs <= 1);
+            } else {
+                assert_eq!(result, Ok(()));
+                assert_eq!(runs, 1);
+            }
+            finish(&pool);
+        });
+    }
 }
 
 /// A submission from another thread racing `shutdown_now` on a pool whose
