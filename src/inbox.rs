@@ -116,6 +116,7 @@ impl Inbox {
     /// must not miss a task takes this lock before deciding (a worker
     /// before it sleeps or leaves, a shutdown after it closes the gate), and
     /// a kicked spinner reads the hint after the kick that follows it.
+    #[inline]
     pub(crate) fn looks_empty(&self) -> bool {
         self.len.load(Ordering::Relaxed) == 0
     }

@@ -113,10 +113,15 @@ impl State {
     }
 
     /// Moves the inbox's tasks into the queue, in submission order.
+    #[inline]
     pub(crate) fn absorb(&mut self) {
-        if self.inbox.looks_empty() {
-            return;
+        if !self.inbox.looks_empty() {
+            self.absorb_tray();
         }
+    }
+
+    #[inline(never)]
+    fn absorb_tray(&mut self) {
         self.inbox.take(&mut self.incoming);
         let mut new_head = false;
         let mut incoming = std::mem::take(&mut self.incoming);
