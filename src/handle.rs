@@ -172,11 +172,23 @@ impl<T: 'static> ScheduledHandle<T> {
         }
     }
 
-    /// The message of the most recent panic, if any run panicked.
+    /// The message of the most recent panic, if any run panicked. Once
+    /// [`is_done`](Self::is_done) is true, a one-shot task's answer is
+    /// final (this waits the moment it takes to be recorded).
     pub fn last_failure(&self) -> Option<String> {
         match self.task.control() {
             Some(control) => control.last_failure(),
-            None => self.task.completion().panic_message(),
+            None => {
+                let header = self.task.header();
+                let cell = self.task.completion();
+                if header.state() == DONE {
+                    // Finished: its outcome is written right after the
+                    // state says so. Wait for it, so that `is_done` implies
+                    // an answer here.
+                    cell.wait_timeout(header, Duration::MAX);
+                }
+                cell.panic_message()
+            }
         }
     }
 

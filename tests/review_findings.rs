@@ -6,7 +6,8 @@
 //! review found sound. A second review, of the idle spin, the early leader
 //! and the waited mark, found two more (an overflowing idle spin, and a
 //! core-0 worker outliving its keep-alive after a cancel); they are at the
-//! end.
+//! end. A third, of the lazily created result cell, found `last_failure`
+//! empty just after `is_done` (the last test).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -396,4 +397,27 @@ fn a_core0_worker_leaves_after_a_cancel_empties_the_queue() {
     }
     // It comes back for new work.
     assert_eq!(pool.submit(|| 7).unwrap().join().unwrap(), 7);
+}
+
+/// A one-shot task is `DONE` a moment before its panic message is written
+/// into its result cell: `last_failure` right after `is_done` returned
+/// `None` in 15–22% of tries (review of the lazy result cell; the race
+/// predates it). It now waits for the outcome of a finished task.
+#[test]
+fn last_failure_is_there_as_soon_as_the_handle_is_done() {
+    let pool = ScheduledThreadPool::new(1);
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    for i in 0..500u32 {
+        let h = pool
+            .schedule(move || -> u32 { panic!("boom {i}") }, Duration::ZERO)
+            .unwrap();
+        while !h.is_done() {
+            std::hint::spin_loop();
+        }
+        assert_eq!(h.last_failure(), Some(format!("boom {i}")), "try {i}");
+        assert_eq!(h.failure_count(), 1);
+    }
+    std::panic::set_hook(previous);
+    assert!(pool.shutdown().await_termination(Duration::from_secs(10)));
 }
