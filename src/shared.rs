@@ -6,16 +6,22 @@
 //!
 //! - Everything guarded lives in [`State`], behind one mutex: helpers that
 //!   need the lock take `&mut State`, so "must hold the lock" is a type.
+//!   [`Shared::lock`] and [`Shared::handoff`] absorb the submission inbox
+//!   ([`crate::inbox`]) before they return, so a holder sees every
+//!   submission that returned before it took the lock.
 //! - While queued, a task is in the [`WorkQueue`] (heap or due lane) and
 //!   its `heap_index` says where; a removed, taken or drained task has
 //!   `NOT_QUEUED` (see [`crate::work_queue`]).
 //! - The run-state check and the push of a submission happen under the same
-//!   lock, so a task is never queued after `shutdown` has purged the queue
-//!   (Java's schedule/shutdown race, A14.60, cannot happen): every accepted
-//!   task runs, is cancelled, or is returned by `shutdown_now`.
+//!   lock, or the submission goes into the inbox while its gate is open and
+//!   a shutdown closes the gate and absorbs under this lock before it
+//!   purges; so a task is never queued after `shutdown` has purged the
+//!   queue (Java's schedule/shutdown race, A14.60, cannot happen): every
+//!   accepted task runs, is cancelled, or is returned by `shutdown_now`.
 //! - `workers` counts threads started and not yet exited. A worker decides
-//!   to exit and decrements `workers` under one lock, so a submitter that
-//!   sees a worker can count on it. `workers <= max(core_threads, 1)`.
+//!   to exit and decrements `workers` under one lock (then closes the
+//!   inbox's gate and absorbs, staying if that found work), so a submitter
+//!   that sees a worker can count on it. `workers <= max(core_threads, 1)`.
 //! - `active` counts tasks taken and not yet finished; it is raised under
 //!   the lock that pops the task, so `wait_idle` never sees a gap.
 //! - `run_state` only grows: RUNNING < SHUTDOWN < STOP < TERMINATED. The
