@@ -40,18 +40,22 @@ fn warm_pool(core: usize, spin: bool) -> ScheduledThreadPool {
     pool
 }
 
+/// A task body that counts its runs in `ran`.
+fn counting(ran: &Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static {
+    let ran = ran.clone();
+    move || {
+        ran.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// Submits, from a new thread, a task that counts its runs in `ran`.
 fn submit_counted(
     pool: &ScheduledThreadPool,
     ran: &Arc<AtomicUsize>,
 ) -> thread::JoinHandle<Result<ScheduledHandle<()>, Rejected>> {
     let pool = pool.clone();
-    let ran = ran.clone();
-    thread::spawn(move || {
-        pool.submit(move || {
-            ran.fetch_add(1, Ordering::SeqCst);
-        })
-    })
+    let body = counting(ran);
+    thread::spawn(move || pool.submit(body))
 }
 
 fn finish(pool: &ScheduledThreadPool) {
@@ -146,13 +150,7 @@ fn cancel_of_a_due_task_that_may_be_in_the_inbox() {
         loom::model(move || {
             let pool = warm_pool(1, spin);
             let ran = Arc::new(AtomicUsize::new(0));
-            let h = {
-                let ran = ran.clone();
-                pool.submit(move || {
-                    ran.fetch_add(1, Ordering::SeqCst);
-                })
-                .unwrap()
-            };
+            let h = pool.submit(counting(&ran)).unwrap();
             let cancelled = h.cancel();
             let len = pool.queue_len();
             let result = h.join();
