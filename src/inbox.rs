@@ -64,11 +64,9 @@ struct Tray {
     workers: usize,
     /// Workers asleep on the pool's condvar.
     sleeping: usize,
-    /// While a worker spins watching the kick (at most one does): the
-    /// deadline it spins to reach, `Nanos::MAX` for none (an empty queue).
-    /// Only a task due earlier needs to end the spin; the spinner looks at
-    /// everything else when it reaches that deadline anyway.
-    spinner: Option<Nanos>,
+    /// A worker spins watching the kick (at most one does). Every task here
+    /// is due, so each one ends the spin.
+    spinner: bool,
 }
 
 impl Inbox {
@@ -79,7 +77,7 @@ impl Inbox {
                 running: true,
                 workers: 0,
                 sleeping: 0,
-                spinner: None,
+                spinner: false,
             }),
             len: AtomicU64::new(0),
             open: AtomicBool::new(false),
@@ -103,10 +101,9 @@ impl Inbox {
         if !tray.open(self.staff) {
             return Err(task);
         }
-        let deadline = task.header().deadline();
         tray.tasks.push((task, now));
         self.len.store(tray.tasks.len() as u64, Ordering::Relaxed);
-        if tray.spinner.is_some_and(|head| deadline < head) {
+        if tray.spinner {
             signal.kick();
         }
         Ok(())
@@ -150,16 +147,16 @@ impl Inbox {
         self.update(&tray);
     }
 
-    /// A worker starts spinning towards `head` (the queue's head deadline,
-    /// or `None`), pool lock held. It resets the kick before, so no earlier
-    /// kick is taken for this spin. Fails (false) if tasks wait here: they
-    /// came in after the worker absorbed, and no kick will announce them.
-    pub(crate) fn spin_starts(&self, head: Option<Nanos>) -> bool {
+    /// A worker starts spinning (pool lock held). It resets the kick
+    /// before, so no earlier kick is taken for this spin. Fails (false) if
+    /// tasks wait here: they came in after the worker absorbed, and no kick
+    /// will announce them.
+    pub(crate) fn spin_starts(&self) -> bool {
         let mut tray = self.tray.lock();
         if !tray.tasks.is_empty() {
             return false;
         }
-        tray.spinner = Some(head.unwrap_or(Nanos::MAX));
+        tray.spinner = true;
         self.update(&tray);
         true
     }
@@ -167,7 +164,7 @@ impl Inbox {
     /// The spin that [`spin_starts`](Self::spin_starts) began has ended.
     pub(crate) fn spin_ends(&self) {
         let mut tray = self.tray.lock();
-        tray.spinner = None;
+        tray.spinner = false;
         self.update(&tray);
     }
 
@@ -195,6 +192,6 @@ impl Inbox {
 
 impl Tray {
     fn open(&self, staff: usize) -> bool {
-        self.running && self.workers >= staff && (self.sleeping == 0 || self.spinner.is_some())
+        self.running && self.workers >= staff && (self.sleeping == 0 || self.spinner)
     }
 }

@@ -80,7 +80,7 @@ impl Waitable for State {
         self.inbox.woke();
     }
     fn spin_starts(&mut self) -> bool {
-        self.inbox.spin_starts(self.queue.peek_deadline())
+        self.inbox.spin_starts()
     }
     fn spin_ends(&mut self) {
         self.inbox.spin_ends();
