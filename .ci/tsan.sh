@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ThreadSanitizer over the concurrency stress tests (ledger, failure modes,
-# delay queue, cancel, shutdown). Needs a nightly toolchain with rust-src
+# delay queue, cancel, shutdown) and the unit tests (among them the racing
+# tests of `task_ptr.rs` and `once.rs`, the crate's `unsafe`). Needs a nightly toolchain with rust-src
 # (-Zbuild-std rebuilds std with the sanitizer); skips with a message, and
 # exit code 0, where that is unavailable.
 set -euo pipefail
@@ -25,5 +26,5 @@ export RUSTDOCFLAGS="-Zsanitizer=thread"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/tsan}"
 cargo +nightly test -Zbuild-std --target "$host" --release \
-  --test ledger --test failure_modes --test model --test delay_queue --test cancel --test shutdown \
+  --lib --test ledger --test failure_modes --test model --test delay_queue --test cancel --test shutdown \
   -- --include-ignored

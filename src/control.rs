@@ -14,11 +14,10 @@
 //!   [`crate::task`]), so it cannot fall between "the run ended" and
 //!   "requeued".
 
-use std::sync::Arc;
-
 use crate::clock::Nanos;
 use crate::shared::{data_ptr, take_paused, Shared, State, RUNNING};
-use crate::task::{Header, Job, Kind};
+use crate::task::{Header, Kind};
+use crate::task_ptr::TaskPtr;
 
 impl Shared {
     /// Removes `task` from the queue if it is queued there; true if it was.
@@ -32,7 +31,7 @@ impl Shared {
     /// a running one pauses after its run. True if it was scheduled or
     /// running. Refused once shutdown has begun: a paused task could never
     /// be resumed, and shutdown completes the paused list.
-    pub(crate) fn pause(&self, job: &Arc<dyn Job>) -> bool {
+    pub(crate) fn pause(&self, job: &TaskPtr) -> bool {
         let header = job.header();
         let mut state = self.handoff();
         if state.run_state != RUNNING {
@@ -40,7 +39,7 @@ impl Shared {
         }
         if header.pause_scheduled() {
             self.unqueue(&mut state, header, data_ptr(job));
-            state.paused.push(Arc::clone(job));
+            state.paused.push(job.clone());
             // It may have been the due head `wait_idle` waits on.
             self.note_maybe_idle(&state);
             return true;
@@ -51,7 +50,7 @@ impl Shared {
     /// Resumes a paused task at its next run after now (missed runs are
     /// not replayed). False if it was not paused. A task the pool may no
     /// longer run (shut down meanwhile) is cancelled instead.
-    pub(crate) fn resume(&self, job: &Arc<dyn Job>) -> bool {
+    pub(crate) fn resume(&self, job: &TaskPtr) -> bool {
         let header = job.header();
         let now = self.clock.now();
         let refused = {
@@ -60,14 +59,14 @@ impl Shared {
                 return false;
             }
             if let Some(control) = job.control() {
-                header.set_deadline(control.resume_at(header.kind, now));
+                header.set_deadline(control.resume_at(header.kind(), now));
             }
             if !header.resume_paused() {
                 return false;
             }
             drop(take_paused(&mut state, data_ptr(job)));
             if self.can_run(state.run_state, header, now) {
-                if state.push(Arc::clone(job), now) {
+                if state.push(job.clone(), now) {
                     state.new_head();
                 }
                 false
@@ -86,9 +85,9 @@ impl Shared {
     /// Makes a task due now. A running periodic task runs again as soon as
     /// its current run ends (never overlapping). False if it was not
     /// waiting for a run (done, cancelled, paused, or a running one-shot).
-    pub(crate) fn trigger(&self, job: &Arc<dyn Job>) -> bool {
+    pub(crate) fn trigger(&self, job: &TaskPtr) -> bool {
         let header = job.header();
-        if header.kind == Kind::Idle {
+        if header.kind() == Kind::Idle {
             // An idle timer fires on idleness, not on demand: its next pop
             // would just re-arm it. Refuse rather than pretend.
             return false;
@@ -103,18 +102,18 @@ impl Shared {
                 return false;
             }
             header.set_deadline(header.deadline().min(now));
-            if state.push(Arc::clone(job), now) {
+            if state.push(job.clone(), now) {
                 state.new_head();
             }
             return true;
         }
-        header.kind.is_periodic() && header.request_trigger()
+        header.kind().is_periodic() && header.request_trigger()
     }
 
     /// Changes a periodic task's period (or delay). A queued task is moved
     /// to its re-based next run; a running one uses the new period when its
     /// run ends.
-    pub(crate) fn set_period(&self, job: &Arc<dyn Job>, period: Nanos) -> bool {
+    pub(crate) fn set_period(&self, job: &TaskPtr, period: Nanos) -> bool {
         let Some(control) = job.control() else {
             return false;
         };
@@ -127,7 +126,7 @@ impl Shared {
         let old = control.swap_period(period);
         if self.unqueue(&mut state, header, data_ptr(job)) {
             header.set_deadline(control.rebase(old, period, now));
-            if state.push(Arc::clone(job), now) {
+            if state.push(job.clone(), now) {
                 state.new_head();
             }
             // A due head may have moved later: `wait_idle` may be done.

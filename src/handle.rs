@@ -20,9 +20,13 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::clock::{delay_nanos, to_instant};
+use crate::completion::Completion;
 use crate::error::{Rejected, TaskError};
 use crate::shared::{data_ptr, Shared};
-use crate::task::{Job, TaskRef, CANCELLED, DONE, PAUSED, RUNNING, SCHEDULED};
+use crate::task::{
+    completion_of, CompletionOf, TaskRef, CANCELLED, DONE, PAUSED, RUNNING, SCHEDULED,
+};
+use crate::task_ptr::TaskPtr;
 
 /// Where a task is in its life ([`ScheduledHandle::state`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,13 +78,25 @@ pub enum TaskState {
 /// # let _ = later(&pool);
 /// ```
 pub struct ScheduledHandle<T> {
-    task: Arc<dyn TaskRef<T>>,
+    task: TaskPtr,
+    /// The way to the task's typed result cell (the task's type is erased).
+    completion: CompletionOf<T>,
     pool: Arc<Shared>,
 }
 
 impl<T: 'static> ScheduledHandle<T> {
-    pub(crate) fn new(task: Arc<dyn TaskRef<T>>, pool: Arc<Shared>) -> Self {
-        ScheduledHandle { task, pool }
+    /// A handle to `task`, a `J`.
+    pub(crate) fn new<J: TaskRef<T>>(task: TaskPtr, pool: Arc<Shared>) -> Self {
+        ScheduledHandle {
+            task,
+            completion: completion_of::<T, J>,
+            pool,
+        }
+    }
+
+    /// The task's result cell (a one-shot task creates it on first need).
+    fn completion(&self) -> Arc<Completion<T>> {
+        (self.completion)(&self.task)
     }
 
     /// The task's header and pool core, for `crate::internals`.
@@ -89,7 +105,7 @@ impl<T: 'static> ScheduledHandle<T> {
     }
 
     /// The task as the queue sees it (the same allocation).
-    fn job(&self) -> Arc<dyn Job> {
+    fn job(&self) -> TaskPtr {
         self.task.clone()
     }
 
@@ -135,7 +151,7 @@ impl<T: 'static> ScheduledHandle<T> {
     /// The task's id: its submission sequence number, also the `id` field of
     /// its `task` tracing span.
     pub fn id(&self) -> u64 {
-        self.task.header().seq
+        self.task.header().seq()
     }
 
     /// Where the task is in its life.
@@ -180,7 +196,7 @@ impl<T: 'static> ScheduledHandle<T> {
             Some(control) => control.last_failure(),
             None => {
                 let header = self.task.header();
-                let cell = self.task.completion();
+                let cell = self.completion();
                 if header.state() == DONE {
                     // Finished: its outcome is written right after the
                     // state says so. Wait for it, so that `is_done` implies
@@ -251,9 +267,7 @@ impl<T: 'static> ScheduledHandle<T> {
     /// Blocks up to `timeout` (real time); true once the task is done
     /// (completed, panicked or cancelled). Consumes nothing.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
-        self.task
-            .completion()
-            .wait_timeout(self.task.header(), timeout)
+        self.completion().wait_timeout(self.task.header(), timeout)
     }
 
     /// Blocks until the task is done and returns its result.
@@ -268,7 +282,7 @@ impl<T: 'static> ScheduledHandle<T> {
     /// If the result was already taken by awaiting the handle.
     #[track_caller]
     pub fn join(self) -> Result<T, TaskError> {
-        self.task.completion().join(self.task.header())
+        self.completion().join(self.task.header())
     }
 }
 
@@ -277,7 +291,7 @@ impl<T: 'static> Future for ScheduledHandle<T> {
     type Output = Result<T, TaskError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.task.completion().poll(self.task.header(), cx)
+        self.completion().poll(self.task.header(), cx)
     }
 }
 
@@ -285,8 +299,8 @@ impl<T: 'static> fmt::Debug for ScheduledHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let header = self.task.header();
         f.debug_struct("ScheduledHandle")
-            .field("id", &header.seq)
-            .field("kind", &header.kind.name())
+            .field("id", &header.seq())
+            .field("kind", &header.kind().name())
             .field("state", &self.state())
             .finish()
     }
@@ -299,12 +313,12 @@ impl<T: 'static> fmt::Debug for ScheduledHandle<T> {
 /// then completes with [`TaskError::Cancelled`]. Either way nobody waiting
 /// on the handle hangs.
 pub struct PendingTask {
-    task: Arc<dyn Job>,
+    task: TaskPtr,
     pool: Arc<Shared>,
 }
 
 impl PendingTask {
-    pub(crate) fn new(task: Arc<dyn Job>, pool: Arc<Shared>) -> Self {
+    pub(crate) fn new(task: TaskPtr, pool: Arc<Shared>) -> Self {
         PendingTask { task, pool }
     }
 
@@ -315,7 +329,7 @@ impl PendingTask {
     pub fn run(self) {
         let header = self.task.header();
         if header.try_start() {
-            let watched = Arc::strong_count(&self.task) > 1;
+            let watched = self.task.ref_count() > 1;
             let ran = self
                 .task
                 .run(&self.pool.clock, self.pool.clock.now(), watched);
@@ -328,12 +342,12 @@ impl PendingTask {
 
     /// The task's id (as [`ScheduledHandle::id`]).
     pub fn id(&self) -> u64 {
-        self.task.header().seq
+        self.task.header().seq()
     }
 
     /// True for a fixed-rate or fixed-delay task.
     pub fn is_periodic(&self) -> bool {
-        self.task.header().kind.is_periodic()
+        self.task.header().kind().is_periodic()
     }
 }
 
@@ -349,8 +363,8 @@ impl fmt::Debug for PendingTask {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let header = self.task.header();
         f.debug_struct("PendingTask")
-            .field("id", &header.seq)
-            .field("kind", &header.kind.name())
+            .field("id", &header.seq())
+            .field("kind", &header.kind().name())
             .finish()
     }
 }

@@ -61,7 +61,7 @@ impl<E: HeapEntry> IndexedHeap<E> {
         self.items.len()
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
@@ -77,7 +77,7 @@ impl<E: HeapEntry> IndexedHeap<E> {
     }
 
     /// Every entry, in array (not deadline) order.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn iter(&self) -> std::slice::Iter<'_, E> {
         self.items.iter()
     }
@@ -145,7 +145,7 @@ impl<E: HeapEntry> IndexedHeap<E> {
     }
 
     /// Removes every entry, in deadline order.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn drain_sorted(&mut self, pos: &mut impl Positions<E>) -> Vec<E> {
         let mut out = Vec::with_capacity(self.items.len());
         while let Some(entry) = self.pop(pos) {

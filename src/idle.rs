@@ -22,17 +22,21 @@ use crate::clock::{delay_nanos, Clock, Nanos};
 use crate::completion::Completion;
 use crate::error::Rejected;
 use crate::handle::ScheduledHandle;
+use crate::once::OnceTask;
 use crate::pool::ScheduledThreadPool;
 use crate::shared::Shared;
 use crate::sync::Mutex;
-use crate::task::{Header, Job, Kind, OnceTask, Ran, TaskRef};
+use crate::task::{Header, Job, Kind, Ran, TaskRef};
+use crate::task_ptr::TaskPtr;
 
 struct Activity {
     last_active: Nanos,
     fired: bool,
 }
 
-/// The task behind an [`IdleTimer`].
+/// The task behind an [`IdleTimer`]. `repr(C)`: the one-shot, and so its
+/// header, comes first (see `crate::task_ptr`).
+#[repr(C)]
 pub(crate) struct IdleTask<T, F> {
     once: OnceTask<T, F>,
     timeout: Nanos,
@@ -46,6 +50,10 @@ where
 {
     fn header(&self) -> &Header {
         self.once.header()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn rearm(&self, now: Nanos) -> Option<Nanos> {
@@ -83,15 +91,20 @@ where
     }
 }
 
-trait Touch: Send + Sync {
-    fn touch(&self, now: Nanos) -> bool;
-}
-
-impl<T, F> Touch for IdleTask<T, F>
+/// Records activity on the idle task `task`, a `IdleTask<T, F>` (the
+/// timer's way to it, its type being erased in the `TaskPtr`).
+fn touch<T, F>(task: &TaskPtr, now: Nanos) -> bool
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    task.as_any()
+        .downcast_ref::<IdleTask<T, F>>()
+        .expect("an idle timer's task is its IdleTask")
+        .touch(now)
+}
+
+impl<T, F> IdleTask<T, F> {
     fn touch(&self, now: Nanos) -> bool {
         let mut activity = self.activity.lock();
         if activity.fired {
@@ -130,7 +143,8 @@ where
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct IdleTimer<T> {
-    touch: Arc<dyn Touch>,
+    task: TaskPtr,
+    touch: fn(&TaskPtr, Nanos) -> bool,
     handle: ScheduledHandle<T>,
     shared: Arc<Shared>,
 }
@@ -139,7 +153,7 @@ impl<T: 'static> IdleTimer<T> {
     /// Records activity: the timer now fires `timeout` after this moment.
     /// Returns false if the timer has already fired or was cancelled.
     pub fn touch(&self) -> bool {
-        self.touch.touch(self.shared.clock.now())
+        (self.touch)(&self.task, self.shared.clock.now())
     }
 
     /// The timer's handle: cancel it, wait for it, await it.
@@ -185,7 +199,7 @@ impl ScheduledThreadPool {
         let now = shared.clock.now();
         let timeout = delay_nanos(timeout);
         let header = Header::new(shared.next_seq(), now.saturating_add(timeout), Kind::Idle);
-        let task = Arc::new(IdleTask {
+        let task = TaskPtr::new(IdleTask {
             once: OnceTask::new(header, task),
             timeout,
             activity: Mutex::new(Activity {
@@ -195,8 +209,9 @@ impl ScheduledThreadPool {
         });
         shared.enqueue(task.clone(), now)?;
         Ok(IdleTimer {
-            touch: task.clone() as Arc<dyn Touch>,
-            handle: ScheduledHandle::new(task, Arc::clone(shared)),
+            task: task.clone(),
+            touch: touch::<T, F>,
+            handle: ScheduledHandle::new::<IdleTask<T, F>>(task, Arc::clone(shared)),
             shared: Arc::clone(shared),
         })
     }

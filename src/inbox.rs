@@ -29,16 +29,14 @@
 //!   as if the submission had taken the pool lock itself, and a slow-path
 //!   submission never overtakes an earlier fast one.
 
-use std::sync::Arc;
-
 use crate::clock::Nanos;
 use crate::leader::Signal;
 use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
-use crate::task::Job;
+use crate::task_ptr::TaskPtr;
 
 /// A task waiting in the inbox, with the clock reading its deadline came
 /// from (the work queue's lane test needs it).
-pub(crate) type Incoming = (Arc<dyn Job>, Nanos);
+pub(crate) type Incoming = (TaskPtr, Nanos);
 
 /// See the module documentation.
 pub(crate) struct Inbox {
@@ -88,12 +86,7 @@ impl Inbox {
     /// Leaves `task` for the workers if the gate is open, kicking the
     /// spinner if there is one; gives it back otherwise (the caller takes
     /// the pool lock).
-    pub(crate) fn offer(
-        &self,
-        task: Arc<dyn Job>,
-        now: Nanos,
-        signal: &Signal,
-    ) -> Result<(), Arc<dyn Job>> {
+    pub(crate) fn offer(&self, task: TaskPtr, now: Nanos, signal: &Signal) -> Result<(), TaskPtr> {
         if !self.open.load(Ordering::Relaxed) {
             return Err(task);
         }

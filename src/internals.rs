@@ -66,13 +66,16 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
             }
         }
         if e.deadline != h.deadline() {
-            return Err(format!("entry {i}: deadline differs from task {}'s", h.seq));
+            return Err(format!(
+                "entry {i}: deadline differs from task {}'s",
+                h.seq()
+            ));
         }
         let index = h.heap_index();
         if index != i {
             return Err(format!(
                 "task {} records heap index {index}, but sits at {i}",
-                h.seq
+                h.seq()
             ));
         }
     }
@@ -81,7 +84,7 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
         let mark = h.heap_index();
         if mark != crate::work_queue::IN_LANE && (i == 0 || mark != crate::work_queue::LANE_REMOVED)
         {
-            return Err(format!("lane task {} at {i} carries mark {mark}", h.seq));
+            return Err(format!("lane task {} at {i} carries mark {mark}", h.seq()));
         }
         if i > 0 {
             let p = lane[i - 1];

@@ -102,6 +102,7 @@ mod inbox;
 #[doc(hidden)]
 pub mod internals;
 mod leader;
+mod once;
 mod periodic;
 mod periodic_task;
 mod pool;
@@ -111,6 +112,7 @@ mod state;
 mod stats;
 mod sync;
 mod task;
+mod task_ptr;
 mod work_queue;
 mod worker;
 

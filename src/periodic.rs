@@ -18,6 +18,7 @@ use crate::handle::ScheduledHandle;
 use crate::periodic_task::{Control, PeriodicTask};
 use crate::pool::ScheduledThreadPool;
 use crate::task::{Header, Kind};
+use crate::task_ptr::TaskPtr;
 
 /// What a fixed-rate task does about runs it missed because it (or the
 /// pool) was late. tokio calls these `Burst`, `Skip` and `Delay`.
@@ -270,13 +271,16 @@ impl<'a> Periodic<'a> {
         }
         let control = Control::new(delay_nanos(self.period), options, nominal, seq);
         let deadline = nominal.saturating_add(control.jitter());
-        let task = std::sync::Arc::new(PeriodicTask::new(
+        let task = TaskPtr::new(PeriodicTask::new(
             Header::new(seq, deadline, self.kind),
             body,
             control,
         ));
         shared.enqueue(task.clone(), now)?;
-        Ok(ScheduledHandle::new(task, std::sync::Arc::clone(shared)))
+        Ok(ScheduledHandle::new::<PeriodicTask<F>>(
+            task,
+            std::sync::Arc::clone(shared),
+        ))
     }
 }
 

@@ -166,6 +166,7 @@ impl Control {
 }
 
 /// A fixed-rate or fixed-delay task.
+#[repr(C)]
 pub(crate) struct PeriodicTask<F> {
     header: Header,
     body: Mutex<Option<F>>,
@@ -194,6 +195,10 @@ where
         &self.header
     }
 
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn control(&self) -> Option<&Control> {
         Some(&self.control)
     }
@@ -220,7 +225,9 @@ where
             Ok(next) => {
                 c.consecutive_failures.store(0, Ordering::Release);
                 match next {
-                    Next::Continue => (Some(c.next_nominal(self.header.kind, started, now)), None),
+                    Next::Continue => {
+                        (Some(c.next_nominal(self.header.kind(), started, now)), None)
+                    }
                     Next::After(delay) => (Some(after(now(), delay)), None),
                     Next::Stop => (None, None),
                 }
@@ -232,7 +239,7 @@ where
                 *c.last_failure.lock() = Some(caught.message.clone());
                 let next = match c.options.on_panic {
                     OnPanic::Stop => None,
-                    OnPanic::Continue => Some(c.next_nominal(self.header.kind, started, now)),
+                    OnPanic::Continue => Some(c.next_nominal(self.header.kind(), started, now)),
                     OnPanic::Backoff { .. } => c.backoff(now()),
                 };
                 if next.is_none() {

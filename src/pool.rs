@@ -17,10 +17,12 @@ use crate::builder::Builder;
 use crate::clock::after;
 use crate::error::Rejected;
 use crate::handle::{PendingTask, ScheduledHandle};
+use crate::once::{ExecTask, OnceTask};
 use crate::periodic::{Periodic, RunOutcome};
 use crate::shared::{Shared, TERMINATED};
 use crate::stats::PoolStats;
-use crate::task::{ExecTask, Header, Kind, OnceTask};
+use crate::task::{Header, Kind};
+use crate::task_ptr::TaskPtr;
 
 /// A pool of worker threads that runs tasks after a delay or periodically:
 /// Java's `ScheduledThreadPoolExecutor`.
@@ -116,7 +118,7 @@ impl ScheduledThreadPool {
         let shared = self.shared();
         let now = shared.clock.now();
         let header = Header::new(shared.next_seq(), now, Kind::Once);
-        shared.enqueue(Arc::new(ExecTask::new(header, task)), now)
+        shared.enqueue(TaskPtr::new(ExecTask::new(header, task)), now)
     }
 
     /// Runs `task` as soon as a worker is free and returns a handle to its
@@ -161,9 +163,12 @@ impl ScheduledThreadPool {
         let shared = self.shared();
         let now = shared.clock.now();
         let header = Header::new(shared.next_seq(), after(now, delay), Kind::Once);
-        let task = Arc::new(OnceTask::new(header, task));
+        let task = TaskPtr::new(OnceTask::new(header, task));
         shared.enqueue(task.clone(), now)?;
-        Ok(ScheduledHandle::new(task, Arc::clone(shared)))
+        Ok(ScheduledHandle::new::<OnceTask<T, F>>(
+            task,
+            Arc::clone(shared),
+        ))
     }
 
     /// Runs `task` first after `initial_delay`, then every `period`: the

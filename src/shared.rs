@@ -46,7 +46,8 @@ use crate::leader::{Handoff, Signal};
 pub(crate) use crate::state::State;
 use crate::stats::LatenessHistogram;
 use crate::sync::{wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
-use crate::task::{EndOfRun, Header, Job};
+use crate::task::{EndOfRun, Header};
+use crate::task_ptr::TaskPtr;
 use crate::work_queue::Entry;
 
 pub(crate) const RUNNING: u8 = 0;
@@ -154,11 +155,7 @@ impl Shared {
     /// handle clones first; `execute` gives its only one. On `Err` the task
     /// is dropped here, outside the lock.
     /// `now` is the clock reading its deadline was computed from.
-    pub(crate) fn enqueue(
-        self: &Arc<Self>,
-        task: Arc<dyn Job>,
-        now: Nanos,
-    ) -> Result<(), Rejected> {
+    pub(crate) fn enqueue(self: &Arc<Self>, task: TaskPtr, now: Nanos) -> Result<(), Rejected> {
         // Due already, with nobody to wake and nothing to start: leave it
         // for the workers. (A delayed task goes into the heap under the
         // lock: sifting it in is work a worker should not inherit.)
@@ -173,14 +170,14 @@ impl Shared {
         let mut state = self.handoff();
         if state.run_state != RUNNING {
             drop(state);
-            tracing::debug!(target: "schedpool::pool", id = task.header().seq, "task rejected: pool is shut down");
+            tracing::debug!(target: "schedpool::pool", id = task.header().seq(), "task rejected: pool is shut down");
             return Err(Rejected::shutdown());
         }
         state.accepted += 1;
         let worker = state.reserve_worker(&self.config);
         // Only a submission that starts a worker keeps a reference, to take
         // the task back if the thread cannot be created.
-        let kept = worker.map(|_| Arc::clone(&task));
+        let kept = worker.map(|_| task.clone());
         if state.push(task, now) {
             state.new_head();
         }
@@ -241,7 +238,7 @@ impl Shared {
     pub(crate) fn can_run(&self, run_state: u8, header: &Header, now: Nanos) -> bool {
         match run_state {
             RUNNING => true,
-            SHUTDOWN if header.kind.is_periodic() => self.config.continue_periodic_after_shutdown,
+            SHUTDOWN if header.kind().is_periodic() => self.config.continue_periodic_after_shutdown,
             SHUTDOWN => self.config.execute_delayed_after_shutdown || header.deadline() <= now,
             _ => false,
         }
@@ -259,12 +256,7 @@ impl Shared {
     /// or becomes the leader timing it. Waking another thread would only
     /// cost a context switch (the replaced leader wakes at its old deadline
     /// and follows).
-    pub(crate) fn requeue(
-        &self,
-        state: &mut State,
-        task: Arc<dyn Job>,
-        now: Nanos,
-    ) -> Option<Arc<dyn Job>> {
+    pub(crate) fn requeue(&self, state: &mut State, task: TaskPtr, now: Nanos) -> Option<TaskPtr> {
         match task.end_run(now) {
             EndOfRun::Paused if state.run_state == RUNNING => {
                 state.paused.push(task);
@@ -331,7 +323,7 @@ impl Shared {
             let removed = state.queue.retain(|e| {
                 let h = e.task.header();
                 !h.is_cancelled()
-                    && if h.kind.is_periodic() {
+                    && if h.kind().is_periodic() {
                         config.continue_periodic_after_shutdown
                     } else {
                         config.execute_delayed_after_shutdown || h.deadline() <= now
@@ -357,7 +349,7 @@ impl Shared {
 
     /// Java's `shutdownNow`: stop, and hand back every queued task that had
     /// not started, in deadline order.
-    pub(crate) fn shutdown_now(&self) -> Vec<Arc<dyn Job>> {
+    pub(crate) fn shutdown_now(&self) -> Vec<TaskPtr> {
         let drained = {
             let mut state = self.handoff();
             self.set_run_state(&mut state, STOP);
@@ -462,7 +454,7 @@ pub(crate) fn log_if_terminated(terminated: bool) {
 }
 
 /// Takes `task` out of the paused list, if it is there.
-pub(crate) fn take_paused(state: &mut State, task: *const u8) -> Option<Arc<dyn Job>> {
+pub(crate) fn take_paused(state: &mut State, task: *const u8) -> Option<TaskPtr> {
     let at = state
         .paused
         .iter()
@@ -471,6 +463,6 @@ pub(crate) fn take_paused(state: &mut State, task: *const u8) -> Option<Arc<dyn 
 }
 
 /// A task's address, whatever trait object points at it (vtables may differ).
-pub(crate) fn data_ptr<T: ?Sized>(task: &Arc<T>) -> *const u8 {
-    Arc::as_ptr(task) as *const u8
+pub(crate) fn data_ptr(task: &TaskPtr) -> *const u8 {
+    task.as_ptr()
 }

@@ -24,7 +24,7 @@ use crate::clock::Nanos;
 use crate::inbox::{Inbox, Incoming};
 use crate::leader::{Leader, Waitable};
 use crate::shared::{Config, RUNNING, SHUTDOWN, STOP};
-use crate::task::Job;
+use crate::task_ptr::TaskPtr;
 use crate::work_queue::WorkQueue;
 
 /// Everything the pool lock protects.
@@ -44,7 +44,7 @@ pub(crate) struct State {
     pub(crate) idle_waiters: usize,
     /// Paused tasks (not queued): shutdown completes them, so no `join`
     /// waits forever on a task nobody can resume.
-    pub(crate) paused: Vec<Arc<dyn Job>>,
+    pub(crate) paused: Vec<TaskPtr>,
     /// A core-0 pool's keep-alive: its worker leaves after this long with
     /// nothing queued (Java: a timed poll with `keepAliveTime`).
     pub(crate) keep_alive: Option<Duration>,
@@ -108,7 +108,7 @@ impl State {
 
     /// Queues `task` at its current deadline; true if it became the head.
     /// `now` is a recent clock reading: a task due by then takes the lane.
-    pub(crate) fn push(&mut self, task: Arc<dyn Job>, now: Nanos) -> bool {
+    pub(crate) fn push(&mut self, task: TaskPtr, now: Nanos) -> bool {
         self.queue.push(task, now)
     }
 

@@ -136,15 +136,15 @@ impl Shared {
     pub(crate) fn report_panic(&self, header: &Header, caught: Caught) {
         tracing::error!(
             target: "schedpool::task",
-            id = header.seq,
-            kind = header.kind.name(),
+            id = header.seq(),
+            kind = header.kind().name(),
             panic = %caught.message,
             "task panicked"
         );
         self.panicked.fetch_add(1, Ordering::Relaxed);
         let panic = TaskPanic::new(
-            header.seq,
-            header.kind.name(),
+            header.seq(),
+            header.kind().name(),
             caught.message,
             caught.payload,
         );

@@ -11,12 +11,16 @@
 //! `ManualClock`, never a timeout, to make progress.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
 #[cfg(not(loom))]
 pub(crate) use std::thread_local;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
 /// loom's `thread_local!` (a 2018-edition macro) does not accept the
 /// `const { .. }` initialiser that std's does: strip it and forward.
 #[cfg(loom)]

@@ -1,10 +1,17 @@
 //! A scheduled task: its header (the part the queue and the handle share),
-//! its state machine, and the one-shot body. Periodic bodies are in
-//! [`crate::periodic`], idle timers in [`crate::idle`].
+//! its state machine, and the [`Job`] trait every task type implements.
+//! One-shot bodies are in [`crate::once`], periodic ones in
+//! [`crate::periodic_task`], idle timers in [`crate::idle`]; the thin
+//! pointer that holds them all is [`crate::task_ptr`].
 //!
 //! # Invariants
 //!
-//! - The state word holds a base state and, while `RUNNING`, request flags:
+//! - The header is the first field of every task (`repr(C)`), 32 bytes:
+//!   the reference count, the heap index, the type-erasure cast, one word
+//!   for `seq << 10 | kind << 8 | state`, and the deadline. `seq` and `kind`
+//!   never change; every state transition is a compare-and-swap of the
+//!   whole word that keeps them.
+//! - The state byte holds a base state and, while `RUNNING`, request flags:
 //!   `SCHEDULED -> RUNNING -> SCHEDULED` (periodic, between runs) or
 //!   `-> PAUSED`, and ends in `DONE` (completed or panicked) or `CANCELLED`.
 //!   `PAUSED -> SCHEDULED` on resume.
@@ -25,18 +32,18 @@
 //! - `deadline` changes only while the task is not in the heap, or under the
 //!   pool lock together with a remove and re-push.
 //! - The body is never dropped under a pool lock, and panics from its `Drop`
-//!   are swallowed ([`drop_quietly`]).
+//!   are swallowed ([`drop_quietly`](crate::error::drop_quietly)).
 
 use std::any::Any;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::clock::{Clock, Nanos};
 use crate::completion::Completion;
-use crate::error::{drop_quietly, panic_message, TaskError};
+use crate::error::panic_message;
 use crate::heap::NOT_QUEUED;
 use crate::periodic_task::Control;
-use crate::sync::{AtomicU32, AtomicU64, AtomicU8, Mutex, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::task_ptr::TaskPtr;
 
 pub(crate) const SCHEDULED: u8 = 0;
 pub(crate) const RUNNING: u8 = 1;
@@ -51,6 +58,9 @@ const TRIGGER_REQUESTED: u8 = 0b1_0000;
 /// In any state: someone waits for the result (see [`Header::mark_waited`]).
 /// Without it a cancel need not touch the completion cell at all.
 const WAITED: u8 = 0b10_0000;
+/// In any state: the one-shot body was claimed (taken to run, or to drop
+/// by a cancel); see [`Header::claim_body`].
+const BODY_TAKEN: u8 = 0b100_0000;
 
 /// How [`crate::work_queue::IN_LANE`] is stored in a header's 32-bit index.
 const LANE_MARK: u32 = u32::MAX - 1;
@@ -81,18 +91,66 @@ impl Kind {
     }
 }
 
-/// What every task carries, whatever its body and result type.
+/// What every task carries, whatever its body and result type. 32 bytes,
+/// the first field of every task type (`repr(C)`), so a thin
+/// [`TaskPtr`](crate::task_ptr::TaskPtr) to the task is a pointer to this.
+#[repr(C)]
 pub(crate) struct Header {
+    /// References held by [`TaskPtr`](crate::task_ptr::TaskPtr)s: the
+    /// queue, handles, a running worker. Owned by `task_ptr.rs`.
+    pub(crate) refs: AtomicU32,
     /// Position in the pool's heap, or `u32::MAX` for [`NOT_QUEUED`]. Four
     /// bytes, not eight: a pool cannot hold 2^32 tasks (that is hundreds of
     /// GiB of tasks) and every byte here is paid per pending task.
     heap_index: AtomicU32,
+    /// The task's type, erased: turns a pointer to this header into one to
+    /// the whole task (the thin pointer's vtable). Set by `TaskPtr::new`.
+    pub(crate) job: JobOf,
+    /// `seq << 10 | kind << 8 | state`: submission order (the FIFO
+    /// tie-break, and the task's id), what kind of task it is, and the
+    /// state byte. One word, because every byte here is paid per pending
+    /// task; `seq` and `kind` never change.
+    word: AtomicU64,
     /// When the task is (next) due.
     deadline: AtomicU64,
-    /// Submission order: the FIFO tie-break, and the task's id.
-    pub(crate) seq: u64,
-    pub(crate) kind: Kind,
-    state: AtomicU8,
+}
+
+/// Turns a pointer to a task's header into a pointer to the task (as
+/// `dyn Job`). Safe to call (it only casts), unsafe to dereference unless
+/// the header is the first field of a live task of the type it was made
+/// for; see `crate::task_ptr`.
+pub(crate) type JobOf = fn(std::ptr::NonNull<Header>) -> std::ptr::NonNull<dyn Job>;
+
+/// A header's `job` before `TaskPtr::new` sets it: a header not (yet) inside
+/// a shared task. Never dereferenced: only `TaskPtr` uses `job`.
+fn unset_job(_: std::ptr::NonNull<Header>) -> std::ptr::NonNull<dyn Job> {
+    unreachable!("a task's header is used through a TaskPtr only")
+}
+
+/// Bits of the header's word below the sequence number.
+const SEQ_SHIFT: u32 = 10;
+/// Sequence numbers wrap at 2^54: at ten million tasks a second, after 57
+/// years.
+const SEQ_MASK: u64 = (1 << (64 - SEQ_SHIFT)) - 1;
+const STATE_MASK: u64 = 0xFF;
+
+impl Kind {
+    fn bits(self) -> u64 {
+        match self {
+            Kind::Once => 0,
+            Kind::FixedRate => 1,
+            Kind::FixedDelay => 2,
+            Kind::Idle => 3,
+        }
+    }
+    fn from_bits(bits: u64) -> Kind {
+        match bits & 3 {
+            0 => Kind::Once,
+            1 => Kind::FixedRate,
+            2 => Kind::FixedDelay,
+            _ => Kind::Idle,
+        }
+    }
 }
 
 /// How the end of a periodic run resolved.
@@ -109,12 +167,25 @@ pub(crate) enum EndOfRun {
 impl Header {
     pub(crate) fn new(seq: u64, deadline: Nanos, kind: Kind) -> Self {
         Header {
+            refs: AtomicU32::new(1),
             heap_index: AtomicU32::new(u32::MAX),
+            job: unset_job,
+            word: AtomicU64::new(
+                (seq & SEQ_MASK) << SEQ_SHIFT | kind.bits() << 8 | u64::from(SCHEDULED),
+            ),
             deadline: AtomicU64::new(deadline),
-            seq,
-            kind,
-            state: AtomicU8::new(SCHEDULED),
         }
+    }
+
+    /// Submission order: the FIFO tie-break, and the task's id.
+    #[inline]
+    pub(crate) fn seq(&self) -> u64 {
+        self.word.load(Ordering::Relaxed) >> SEQ_SHIFT
+    }
+
+    /// What kind of task this is.
+    pub(crate) fn kind(&self) -> Kind {
+        Kind::from_bits(self.word.load(Ordering::Relaxed) >> 8)
     }
 
     /// Position in the pool's heap, or [`NOT_QUEUED`]. Meaningful only
@@ -148,24 +219,40 @@ impl Header {
     }
 
     fn load(&self) -> u8 {
-        self.state.load(Ordering::Acquire)
+        (self.word.load(Ordering::Acquire) & STATE_MASK) as u8
     }
 
     /// Moves the state by `next` (given and returning it without the
-    /// [`WAITED`] mark, which every transition keeps); returns the state
-    /// it moved from, or `None` if `next` declined.
+    /// sticky marks [`WAITED`] and [`BODY_TAKEN`], which every transition
+    /// keeps); returns the state it moved from, or `None` if `next`
+    /// declined.
     fn update(&self, mut next: impl FnMut(u8) -> Option<u8>) -> Option<u8> {
-        let mut current = self.load();
+        const STICKY: u8 = WAITED | BODY_TAKEN;
+        let mut current = self.word.load(Ordering::Acquire);
         loop {
-            let to = next(current & !WAITED)? | (current & WAITED);
+            let state = (current & STATE_MASK) as u8;
+            let to = next(state & !STICKY)? | (state & STICKY);
+            let word = current & !STATE_MASK | u64::from(to);
             match self
-                .state
-                .compare_exchange(current, to, Ordering::AcqRel, Ordering::Acquire)
+                .word
+                .compare_exchange(current, word, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(from) => return Some(from),
+                Ok(_) => return Some(state & !STICKY),
                 Err(actual) => current = actual,
             }
         }
+    }
+
+    /// Claims the body: true for exactly one caller over the task's life
+    /// (the runner, or a cancel that stopped it from running), which then
+    /// owns it; see `crate::once`.
+    pub(crate) fn claim_body(&self) -> bool {
+        self.word.fetch_or(u64::from(BODY_TAKEN), Ordering::AcqRel) & u64::from(BODY_TAKEN) == 0
+    }
+
+    /// True once [`claim_body`](Self::claim_body) succeeded.
+    pub(crate) fn body_taken(&self) -> bool {
+        self.load() & BODY_TAKEN != 0
     }
 
     /// The base state (`SCHEDULED` ... `CANCELLED`), without request flags.
@@ -218,7 +305,8 @@ impl Header {
     /// completion's lock: a cancel either came first (and this sees it) or
     /// comes after and sees the mark (and completes the handle).
     pub(crate) fn mark_waited(&self) -> bool {
-        self.state.fetch_or(WAITED, Ordering::AcqRel) & BASE == CANCELLED
+        let before = self.word.fetch_or(u64::from(WAITED), Ordering::AcqRel);
+        (before & STATE_MASK) as u8 & BASE == CANCELLED
     }
 
     /// True once [`mark_waited`](Self::mark_waited) was called.
@@ -300,6 +388,8 @@ impl Ran {
 /// The queue's view of a task: type-erased over body and result.
 pub(crate) trait Job: Send + Sync + 'static {
     fn header(&self) -> &Header;
+    /// The task as `Any`, so a handle can reach its typed result cell.
+    fn as_any(&self) -> &dyn Any;
     /// Runs the body once. The caller has won [`Header::try_start`];
     /// `started` is the clock's reading when the run began. `watched`: a
     /// handle may still read the result (the caller's reference is not the
@@ -337,203 +427,15 @@ pub(crate) trait TaskRef<T>: Job {
     fn completion(&self) -> Arc<Completion<T>>;
 }
 
-/// A task that runs once and produces a `T`.
-///
-/// Its result cell exists only once someone needs it: a handle that waits
-/// or polls, or a run that finishes while a handle may still read the
-/// result. A pending task with nobody waiting (the common case: millions of
-/// timeouts, most cancelled) carries one pointer for it, not the cell.
-///
-/// `repr(C)` keeps the order: what a cancel touches (the header's state and
-/// heap index, then the body it drops) comes first, next to the `Arc`'s
-/// counts, so a cancel of a small closure stays in one cache line.
-#[repr(C)]
-pub(crate) struct OnceTask<T, F> {
-    header: Header,
-    slot: Mutex<Slot<T, F>>,
-}
+/// A handle's way to its task's typed result cell: made by
+/// [`completion_of`] for the task's concrete type.
+pub(crate) type CompletionOf<T> = fn(&TaskPtr) -> Arc<Completion<T>>;
 
-struct Slot<T, F> {
-    /// Until it runs or is cancelled.
-    body: Option<F>,
-    /// The result cell, once needed (see [`OnceTask`]).
-    cell: Option<Arc<Completion<T>>>,
-}
-
-impl<T, F> OnceTask<T, F>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    pub(crate) fn new(header: Header, body: F) -> Self {
-        OnceTask {
-            header,
-            slot: Mutex::new(Slot {
-                body: Some(body),
-                cell: None,
-            }),
-        }
-    }
-
-    /// The result cell, created if nobody needed it yet.
-    pub(crate) fn cell(&self) -> Arc<Completion<T>> {
-        let mut slot = self.slot.lock();
-        Arc::clone(slot.cell.get_or_insert_with(|| Arc::new(Completion::new())))
-    }
-
-    /// Completes the handle (the caller won `finish`): into the cell if it
-    /// exists or a handle may still read it; otherwise nobody ever can, and
-    /// the result is dropped here.
-    fn complete(&self, result: Result<T, TaskError>, watched: bool) {
-        let cell = if watched {
-            Some(self.cell())
-        } else {
-            self.slot.lock().cell.clone()
-        };
-        match cell {
-            Some(cell) => {
-                cell.complete(result);
-            }
-            None => drop_quietly(result),
-        }
-    }
-
-    /// Runs the body (the caller won `try_start`) and completes the handle.
-    pub(crate) fn run_body(&self, watched: bool) -> Ran {
-        let body = self.slot.lock().body.take();
-        let Some(body) = body else { return Ran::DONE };
-        match catch_unwind(AssertUnwindSafe(body)) {
-            Ok(value) => {
-                if self.header.finish() {
-                    self.complete(Ok(value), watched);
-                } else {
-                    // Cancelled while running: the handle already says so.
-                    drop_quietly(value);
-                }
-                Ran::DONE
-            }
-            Err(payload) => {
-                let caught = Caught::new(payload);
-                if self.header.finish() {
-                    self.complete(Err(TaskError::Panicked(caught.message.clone())), watched);
-                }
-                Ran {
-                    again: false,
-                    panic: Some(caught),
-                }
-            }
-        }
-    }
-
-    pub(crate) fn cancel_body(&self) {
-        let (body, cell) = {
-            let mut slot = self.slot.lock();
-            (slot.body.take(), slot.cell.clone())
-        };
-        // Nobody waiting: the cancelled state is the outcome (see
-        // `crate::completion`). A waiter creates the cell before it marks
-        // the task, so a marked task has one.
-        if let (true, Some(cell)) = (self.header.was_waited(), cell) {
-            cell.complete(Err(TaskError::Cancelled));
-        }
-        drop_quietly(body);
-    }
-}
-
-impl<T, F> Job for OnceTask<T, F>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    fn header(&self) -> &Header {
-        &self.header
-    }
-    fn run(&self, _clock: &Clock, _started: Nanos, watched: bool) -> Ran {
-        self.run_body(watched)
-    }
-    fn cancelled(&self) {
-        self.cancel_body();
-    }
-}
-
-impl<T, F> TaskRef<T> for OnceTask<T, F>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    fn completion(&self) -> Arc<Completion<T>> {
-        self.cell()
-    }
-}
-
-/// A fire-and-forget task (`execute`): no handle can ever wait for it, so
-/// it has no completion cell. A panic is reported like any other (hooks,
-/// panic handler); the result, `()`, goes nowhere.
-#[repr(C)]
-pub(crate) struct ExecTask<F> {
-    header: Header,
-    body: Mutex<Option<F>>,
-}
-
-impl<F: FnOnce() + Send + 'static> ExecTask<F> {
-    pub(crate) fn new(header: Header, body: F) -> Self {
-        ExecTask {
-            header,
-            body: Mutex::new(Some(body)),
-        }
-    }
-}
-
-impl<F: FnOnce() + Send + 'static> Job for ExecTask<F> {
-    fn header(&self) -> &Header {
-        &self.header
-    }
-    fn run(&self, _clock: &Clock, _started: Nanos, _watched: bool) -> Ran {
-        let body = self.body.lock().take();
-        let Some(body) = body else { return Ran::DONE };
-        let panic = catch_unwind(AssertUnwindSafe(body)).err().map(Caught::new);
-        self.header.finish();
-        Ran {
-            again: false,
-            panic,
-        }
-    }
-    fn cancelled(&self) {
-        let body = self.body.lock().take();
-        drop_quietly(body);
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use std::mem::{size_of, size_of_val};
-
-    /// Every byte here is paid once per pending task (W6): keep them from
-    /// creeping back.
-    #[test]
-    fn per_task_sizes_stay_small() {
-        assert!(
-            size_of::<super::Header>() <= 24,
-            "{}",
-            size_of::<super::Header>()
-        );
-        assert!(size_of::<crate::work_queue::Entry>() <= 24);
-        // A no-op closure's task: header, and body and result-cell pointer
-        // under one lock.
-        let noop = || ();
-        assert!(
-            size_of_val(&super::OnceTask::new(
-                super::Header::new(0, 0, super::Kind::Once),
-                noop
-            )) <= 48
-        );
-        // `execute`'s task has no completion cell.
-        let noop = || ();
-        assert!(
-            size_of_val(&super::ExecTask::new(
-                super::Header::new(0, 0, super::Kind::Once),
-                noop
-            )) <= 32
-        );
-    }
+/// The result cell of `task`, a `J` (checked: a handle is only ever made
+/// with the `J` of its own task).
+pub(crate) fn completion_of<T, J: TaskRef<T>>(task: &TaskPtr) -> Arc<Completion<T>> {
+    task.as_any()
+        .downcast_ref::<J>()
+        .expect("a handle's task has the type it was made with")
+        .completion()
 }

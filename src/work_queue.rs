@@ -28,11 +28,11 @@
 //!   task twice.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use crate::clock::Nanos;
 use crate::heap::{HeapEntry, IndexedHeap, Positions, NOT_QUEUED};
-use crate::task::{Header, Job};
+use crate::task::Header;
+use crate::task_ptr::TaskPtr;
 
 /// The heap index recorded for a task in the lane.
 pub(crate) const IN_LANE: usize = usize::MAX - 1;
@@ -43,20 +43,20 @@ pub(crate) const LANE_REMOVED: usize = usize::MAX - 2;
 
 /// A queued task: its deadline inline, so comparing two entries
 /// dereferences a task only on a tie (for the sequence number, which the
-/// header has); the task behind it. 24 bytes: every byte here is paid per
+/// header has); the task behind it, as a thin pointer. 16 bytes: every byte here is paid per
 /// pending task, and sifts move whole entries.
 pub(crate) struct Entry {
     pub(crate) deadline: Nanos,
-    pub(crate) task: Arc<dyn Job>,
+    pub(crate) task: TaskPtr,
 }
 
 impl Entry {
-    fn new(deadline: Nanos, task: Arc<dyn Job>) -> Self {
+    fn new(deadline: Nanos, task: TaskPtr) -> Self {
         Entry { deadline, task }
     }
 
     pub(crate) fn key(&self) -> (Nanos, u64) {
-        (self.deadline, self.task.header().seq)
+        (self.deadline, self.task.header().seq())
     }
 }
 
@@ -67,7 +67,7 @@ impl HeapEntry for Entry {
     }
     #[inline]
     fn seq(&self) -> u64 {
-        self.task.header().seq
+        self.task.header().seq()
     }
 }
 
@@ -91,7 +91,7 @@ pub(crate) struct WorkQueue {
 
 /// Is `task` the task behind `entry`? (Data pointers; vtables may differ.)
 pub(crate) fn is_task(entry: &Entry, task: *const u8) -> bool {
-    std::ptr::eq(Arc::as_ptr(&entry.task) as *const u8, task)
+    std::ptr::eq(entry.task.as_ptr(), task)
 }
 
 impl WorkQueue {
@@ -153,7 +153,7 @@ impl WorkQueue {
 
     /// Queues `task` at its header's deadline; true if it became the first.
     /// A task due at `now` goes to the lane.
-    pub(crate) fn push(&mut self, task: Arc<dyn Job>, now: Nanos) -> bool {
+    pub(crate) fn push(&mut self, task: TaskPtr, now: Nanos) -> bool {
         let header = task.header();
         let deadline = header.deadline();
         let fits_lane = deadline <= now
@@ -161,7 +161,7 @@ impl WorkQueue {
                 // The back's sequence number only on a tie (one fewer
                 // pointer to follow per push).
                 back.deadline < deadline
-                    || (back.deadline == deadline && back.task.header().seq < header.seq)
+                    || (back.deadline == deadline && back.task.header().seq() < header.seq())
             });
         if !fits_lane {
             // Not yet due, or it would break the lane's order (a racing
@@ -262,10 +262,11 @@ impl WorkQueue {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::task::{Header, Kind, OnceTask};
+    use crate::once::OnceTask;
+    use crate::task::{Header, Kind};
 
-    fn task(seq: u64, deadline: Nanos) -> Arc<dyn Job> {
-        Arc::new(OnceTask::new(Header::new(seq, deadline, Kind::Once), || ()))
+    fn task(seq: u64, deadline: Nanos) -> TaskPtr {
+        TaskPtr::new(OnceTask::new(Header::new(seq, deadline, Kind::Once), || ()))
     }
 
     #[test]
@@ -279,7 +280,7 @@ mod tests {
         q.push(task(0, 90), now); // not after the lane's back (100, 3): the heap, at 90
         q.push(task(4, 120), now);
         let order: Vec<(Nanos, u64)> = std::iter::from_fn(|| q.pop())
-            .map(|e| (e.deadline, e.task.header().seq))
+            .map(|e| (e.deadline, e.task.header().seq()))
             .collect();
         assert_eq!(order, vec![(90, 0), (100, 2), (100, 3), (120, 4), (150, 1)]);
         assert!(q.is_empty());
@@ -287,7 +288,7 @@ mod tests {
 
     #[test]
     fn lane_entries_are_marked_and_removed_lazily() {
-        let ptr = |t: &Arc<dyn Job>| Arc::as_ptr(t) as *const u8;
+        let ptr = |t: &TaskPtr| t.as_ptr();
         let mut q = WorkQueue::new();
         let t = task(1, 5);
         let u = task(3, 6);

@@ -23,7 +23,7 @@ use crate::error::drop_quietly;
 use crate::hooks::{CurrentRun, RunInfo};
 use crate::shared::{Shared, State, RUNNING, STOP};
 use crate::sync::thread_local;
-use crate::task::Job;
+use crate::task_ptr::TaskPtr;
 
 thread_local! {
     /// The pool this thread works for (its `Shared`'s address), or 0.
@@ -38,7 +38,7 @@ pub(crate) fn is_worker_of(shared: &Shared) -> bool {
 /// What a run left to fold into the pool state at the next lock.
 struct Finished {
     /// A periodic task to end the run of and requeue (still `RUNNING`).
-    again: Option<Arc<dyn Job>>,
+    again: Option<TaskPtr>,
     /// When the run started (serves a trigger requested during it).
     started: Nanos,
 }
@@ -166,7 +166,7 @@ enum Claim {
 
 /// Decides, under the lock, what to do with a task just taken from the
 /// queue.
-fn claim(shared: &Shared, state: &mut State, task: &Arc<dyn Job>, now: Nanos) -> Claim {
+fn claim(shared: &Shared, state: &mut State, task: &TaskPtr, now: Nanos) -> Claim {
     let header = task.header();
     if state.run_state != RUNNING && !shared.can_run(state.run_state, header, now) {
         // Java: a periodic task taken after shutdown cancels itself instead
@@ -183,7 +183,7 @@ fn claim(shared: &Shared, state: &mut State, task: &Arc<dyn Job>, now: Nanos) ->
         // An idle timer touched since it was armed: not a run, just a new
         // deadline (it stays SCHEDULED, so it goes straight back).
         header.set_deadline(due);
-        if state.push(Arc::clone(task), 0) {
+        if state.push(task.clone(), 0) {
             state.leader.clear(); // this worker waits next: self-handoff
         }
         shared.note_maybe_idle(state);
@@ -202,21 +202,21 @@ fn claim(shared: &Shared, state: &mut State, task: &Arc<dyn Job>, now: Nanos) ->
 
 /// Runs a task the worker claimed (it is `RUNNING`); returns what to fold
 /// in afterwards.
-fn run_one(shared: &Shared, task: Arc<dyn Job>, now: Nanos) -> Finished {
+fn run_one(shared: &Shared, task: TaskPtr, now: Nanos) -> Finished {
     let header = task.header();
     let info = RunInfo::new(
-        header.seq,
-        header.kind.name(),
+        header.seq(),
+        header.kind().name(),
         header.deadline(),
         now,
         task.runs() + 1,
     );
-    shared.record_lateness(header.seq, info.lateness_nanos(), now);
+    shared.record_lateness(header.seq(), info.lateness_nanos(), now);
     let span = tracing::info_span!(
         target: "schedpool::task",
         "task",
-        id = header.seq,
-        kind = header.kind.name(),
+        id = header.seq(),
+        kind = header.kind().name(),
         lateness_us = info.lateness_nanos() / 1_000,
     );
     let _entered = span.enter();
@@ -224,7 +224,7 @@ fn run_one(shared: &Shared, task: Arc<dyn Job>, now: Nanos) -> Finished {
     hooks.before(&info);
     let ran = {
         let _current = CurrentRun::enter(info);
-        let watched = Arc::strong_count(&task) > 1;
+        let watched = task.ref_count() > 1;
         task.run(&shared.clock, now, watched)
     };
     hooks.after(&info, ran.panic.as_ref().map(|p| p.message.as_str()));

@@ -1,0 +1,348 @@
+//! [`TaskPtr`]: a thin, reference-counted pointer to a task, the queue's
+//! and the handles' `Arc<dyn Job>` at half the size.
+//!
+//! The heap stores one of these per pending task, next to its deadline:
+//! 8 bytes instead of `Arc<dyn Job>`'s 16 (data and vtable pointers), so an
+//! entry is 16 bytes and the four children of a 4-ary heap node span 64.
+//! The count lives in the task's [`Header`] (4 bytes), not in a separate
+//! 16-byte `Arc` prefix; the vtable, as one function pointer, there too.
+//!
+//! # Invariants
+//!
+//! - A `TaskPtr` points at the [`Header`] of a task allocated by
+//!   [`TaskPtr::new`] as a `Box<J>`, where the header is `J`'s first field
+//!   (`J` is `repr(C)`; `new` checks the address), and `header.job` was set
+//!   to the cast for that very `J`.
+//! - `header.refs` counts the live `TaskPtr`s; the task is freed, as the
+//!   `Box<J>` it was, when it drops to zero, and never touched after.
+//! - A `TaskPtr` only ever gives out shared references, so the task is
+//!   `Sync` for whatever it holds (`Job: Send + Sync`).
+
+use std::fmt;
+use std::ops::Deref;
+use std::ptr::NonNull;
+
+use crate::sync::Ordering;
+use crate::task::{Header, Job};
+
+/// A thin `Arc<dyn Job>`. See the module docs.
+pub(crate) struct TaskPtr {
+    header: NonNull<Header>,
+}
+
+// SAFETY: a `TaskPtr` gives shared access to a `J: Job`, which is `Send +
+// Sync`, and moves the count with atomics, exactly like `Arc<dyn Job>`.
+unsafe impl Send for TaskPtr {}
+// SAFETY: as above.
+unsafe impl Sync for TaskPtr {}
+
+/// `header.job` for a `J`: the header is `J`'s first field, so the two
+/// addresses are the same (see the invariants).
+fn job_of<J: Job>(header: NonNull<Header>) -> NonNull<dyn Job> {
+    header.cast::<J>()
+}
+
+impl TaskPtr {
+    /// Moves `job` to the heap and returns the first reference to it.
+    ///
+    /// # Panics
+    ///
+    /// If `job`'s header is not its first field (a bug in a task type:
+    /// every one is `repr(C)` with the header first).
+    pub(crate) fn new<J: Job>(job: J) -> TaskPtr {
+        assert!(
+            std::ptr::addr_eq(job.header(), &job),
+            "a task's header must be its first field"
+        );
+        let raw: *mut J = Box::into_raw(Box::new(job));
+        let header = raw.cast::<Header>();
+        // SAFETY: `raw` is a fresh, valid allocation that nothing else
+        // refers to yet, and its header is at its start (checked above), so
+        // `header` is valid for this plain write before it is shared.
+        unsafe { (*header).job = job_of::<J> };
+        // SAFETY: from `Box::into_raw`, never null.
+        let header = unsafe { NonNull::new_unchecked(header) };
+        TaskPtr { header }
+    }
+
+    /// The task's header (no indirection: it is where this points).
+    #[inline]
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: the task is live while this reference is (invariants).
+        unsafe { self.header.as_ref() }
+    }
+
+    /// The address of the task, for identity comparisons.
+    #[inline]
+    pub(crate) fn as_ptr(&self) -> *const u8 {
+        self.header.as_ptr().cast::<u8>().cast_const()
+    }
+
+    /// How many references there are, this one included.
+    pub(crate) fn ref_count(&self) -> u32 {
+        self.header().refs.load(Ordering::Acquire)
+    }
+}
+
+impl Deref for TaskPtr {
+    type Target = dyn Job;
+
+    #[inline]
+    fn deref(&self) -> &dyn Job {
+        let job = (self.header().job)(self.header);
+        // SAFETY: `job` is the cast for the task's own type (invariants), so
+        // it points at the live task this reference keeps alive.
+        unsafe { job.as_ref() }
+    }
+}
+
+impl Clone for TaskPtr {
+    #[inline]
+    fn clone(&self) -> TaskPtr {
+        // Relaxed, as `Arc`: a new reference is made from an existing one,
+        // which already keeps the task alive.
+        let old = self.header().refs.fetch_add(1, Ordering::Relaxed);
+        if old > i32::MAX as u32 {
+            // As `Arc`: a count this high means leaked references; wrapping
+            // would free a live task.
+            std::process::abort();
+        }
+        TaskPtr {
+            header: self.header,
+        }
+    }
+}
+
+impl Drop for TaskPtr {
+    #[inline]
+    fn drop(&mut self) {
+        // AcqRel, not `Arc`'s Release plus an Acquire fence: the same
+        // instruction on x86, and visible to ThreadSanitizer. The last
+        // reference then sees every other holder's writes before freeing.
+        if self.header().refs.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let job = (self.header().job)(self.header);
+        // SAFETY: this was the last reference, so nothing else can reach the
+        // task; it was allocated as the `Box<J>` that `job` (the cast for
+        // `J`) points at, with `J`'s vtable, so `Box<dyn Job>` frees it with
+        // `J`'s drop and layout.
+        drop(unsafe { Box::from_raw(job.as_ptr()) });
+    }
+}
+
+impl fmt::Debug for TaskPtr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskPtr")
+            .field("id", &self.header().seq())
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::TaskPtr;
+    use crate::clock::{Clock, Nanos};
+    use crate::task::{Header, Job, Kind, Ran};
+    use std::any::Any;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[repr(C)]
+    struct Probe {
+        header: Header,
+        drops: Arc<AtomicUsize>,
+        payload: [u64; 3],
+    }
+
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A `Job` that does nothing, for a test type with a `header` field.
+    macro_rules! inert_job {
+        ($t:ty) => {
+            impl Job for $t {
+                fn header(&self) -> &Header {
+                    &self.header
+                }
+                fn as_any(&self) -> &dyn Any {
+                    self
+                }
+                fn run(&self, _: &Clock, _: Nanos, _: bool) -> Ran {
+                    Ran::DONE
+                }
+                fn cancelled(&self) {}
+            }
+        };
+    }
+
+    inert_job!(Probe);
+
+    fn probe(drops: &Arc<AtomicUsize>) -> TaskPtr {
+        TaskPtr::new(Probe {
+            header: Header::new(7, 0, Kind::Once),
+            drops: Arc::clone(drops),
+            payload: [1, 2, 3],
+        })
+    }
+
+    #[test]
+    fn frees_once_when_the_last_reference_goes() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let a = probe(&drops);
+        let b = a.clone();
+        assert_eq!(a.ref_count(), 2);
+        assert_eq!(a.as_ptr(), b.as_ptr());
+        let probe = a.as_any().downcast_ref::<Probe>().expect("a Probe");
+        assert_eq!(probe.payload, [1, 2, 3]);
+        assert_eq!(a.header().seq(), 7);
+        drop(a);
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        assert_eq!(b.ref_count(), 1);
+        drop(b);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    /// Clones and drops from many threads at once: the task is freed once,
+    /// by whichever drop was last (run under ThreadSanitizer by `.ci/tsan.sh`).
+    #[test]
+    fn concurrent_clones_and_drops_free_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        for _ in 0..200 {
+            let task = probe(&drops);
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let mine = task.clone();
+                    std::thread::spawn(move || {
+                        for _ in 0..100 {
+                            let c = mine.clone();
+                            assert_eq!(c.header().seq(), 7);
+                            drop(c);
+                        }
+                    })
+                })
+                .collect();
+            drop(task);
+            for t in threads {
+                t.join().expect("no panic");
+            }
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 200);
+    }
+
+    #[test]
+    #[should_panic(expected = "first field")]
+    fn a_header_not_first_is_refused() {
+        #[repr(C)]
+        struct Misplaced {
+            before: u64,
+            header: Header,
+        }
+        inert_job!(Misplaced);
+        let _ = TaskPtr::new(Misplaced {
+            before: 0,
+            header: Header::new(0, 0, Kind::Once),
+        });
+    }
+}
+
+/// loom models of a one-shot task's life through `TaskPtr`s: the count,
+/// the body's claim and the lazily created result cell, raced. Run with
+/// `RUSTFLAGS="--cfg loom" cargo test --release --lib` (`.ci/run` does).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use std::sync::Arc;
+
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::TaskPtr;
+    use crate::clock::Clock;
+    use crate::error::TaskError;
+    use crate::once::OnceTask;
+    use crate::task::{Header, Kind, TaskRef};
+
+    type Body = Box<dyn FnOnce() -> u32 + Send>;
+
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A runner, a cancel and a joiner race on one task, each through its
+    /// own reference: the body is dropped exactly once, whoever frees the
+    /// task, and the joiner gets the outcome that won.
+    #[test]
+    fn run_cancel_and_join_race() {
+        loom::model(|| {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let ran = Arc::new(AtomicUsize::new(0));
+            let counted = Counted(Arc::clone(&drops));
+            let ran_in_body = Arc::clone(&ran);
+            let body: Body = Box::new(move || {
+                let _keep = &counted;
+                ran_in_body.fetch_add(1, Ordering::SeqCst);
+                5
+            });
+            let task = TaskPtr::new(OnceTask::new(Header::new(0, 0, Kind::Once), body));
+            let runner = {
+                let t = task.clone();
+                loom::thread::spawn(move || {
+                    if t.header().try_start() {
+                        let watched = t.ref_count() > 1;
+                        t.run(&Clock::Real, 0, watched);
+                    }
+                })
+            };
+            let canceller = {
+                let t = task.clone();
+                loom::thread::spawn(move || {
+                    let won = t.header().try_cancel();
+                    if won {
+                        t.cancelled();
+                    }
+                    won
+                })
+            };
+            let once = task
+                .as_any()
+                .downcast_ref::<OnceTask<u32, Body>>()
+                .expect("the task's type");
+            let outcome = once.completion().join(task.header());
+            runner.join().expect("runner");
+            let cancelled = canceller.join().expect("canceller");
+            if cancelled {
+                assert_eq!(outcome, Err(TaskError::Cancelled));
+            } else {
+                assert_eq!(outcome, Ok(5));
+                assert_eq!(ran.load(Ordering::SeqCst), 1);
+            }
+            drop(task);
+            assert_eq!(drops.load(Ordering::SeqCst), 1, "the body dropped once");
+        });
+    }
+
+    /// The last two references drop at once on two threads: the task is
+    /// freed once, and its unclaimed body with it.
+    #[test]
+    fn last_references_drop_together() {
+        loom::model(|| {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let counted = Counted(Arc::clone(&drops));
+            let body: Body = Box::new(move || {
+                let _keep = &counted;
+                1
+            });
+            let task = TaskPtr::new(OnceTask::new(Header::new(0, 0, Kind::Once), body));
+            let other = task.clone();
+            let t = loom::thread::spawn(move || drop(other));
+            drop(task);
+            t.join().expect("dropper");
+            assert_eq!(drops.load(Ordering::SeqCst), 1);
+        });
+    }
+}
