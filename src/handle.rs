@@ -14,6 +14,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -23,9 +24,7 @@ use crate::clock::{delay_nanos, to_instant};
 use crate::completion::Completion;
 use crate::error::{Rejected, TaskError};
 use crate::shared::{data_ptr, Shared};
-use crate::task::{
-    completion_of, CompletionOf, TaskRef, CANCELLED, DONE, PAUSED, RUNNING, SCHEDULED,
-};
+use crate::task::{CANCELLED, DONE, PAUSED, RUNNING, SCHEDULED};
 use crate::task_ptr::TaskPtr;
 
 /// Where a task is in its life ([`ScheduledHandle::state`]).
@@ -79,24 +78,25 @@ pub enum TaskState {
 /// ```
 pub struct ScheduledHandle<T> {
     task: TaskPtr,
-    /// The way to the task's typed result cell (the task's type is erased).
-    completion: CompletionOf<T>,
     pool: Arc<Shared>,
+    result: PhantomData<fn() -> T>,
 }
 
 impl<T: 'static> ScheduledHandle<T> {
-    /// A handle to `task`, a `J`.
-    pub(crate) fn new<J: TaskRef<T>>(task: TaskPtr, pool: Arc<Shared>) -> Self {
+    /// A handle to `task`, whose result is a `T`.
+    pub(crate) fn new(task: TaskPtr, pool: Arc<Shared>) -> Self {
         ScheduledHandle {
             task,
-            completion: completion_of::<T, J>,
             pool,
+            result: PhantomData,
         }
     }
 
     /// The task's result cell (a one-shot task creates it on first need).
     fn completion(&self) -> Arc<Completion<T>> {
-        (self.completion)(&self.task)
+        let mut cell: Option<Arc<Completion<T>>> = None;
+        self.task.result_cell(&mut cell);
+        cell.expect("a handle's task keeps a result of the handle's type")
     }
 
     /// The task's header and pool core, for `crate::internals`.

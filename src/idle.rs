@@ -19,14 +19,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{delay_nanos, Clock, Nanos};
-use crate::completion::Completion;
 use crate::error::Rejected;
 use crate::handle::ScheduledHandle;
 use crate::once::OnceTask;
 use crate::pool::ScheduledThreadPool;
 use crate::shared::Shared;
 use crate::sync::Mutex;
-use crate::task::{Header, Job, Kind, Ran, TaskRef};
+use crate::task::{give_cell, Header, Job, Kind, Ran};
 use crate::task_ptr::TaskPtr;
 
 struct Activity {
@@ -56,6 +55,10 @@ where
         self
     }
 
+    fn result_cell(&self, out: &mut dyn std::any::Any) {
+        give_cell(out, || self.once.cell());
+    }
+
     fn rearm(&self, now: Nanos) -> Option<Nanos> {
         let mut activity = self.activity.lock();
         if activity.fired {
@@ -78,16 +81,6 @@ where
     fn cancelled(&self) {
         self.activity.lock().fired = true;
         self.once.cancel_body();
-    }
-}
-
-impl<T, F> TaskRef<T> for IdleTask<T, F>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    fn completion(&self) -> Arc<Completion<T>> {
-        self.once.cell()
     }
 }
 
@@ -211,7 +204,7 @@ impl ScheduledThreadPool {
         Ok(IdleTimer {
             task: task.clone(),
             touch: touch::<T, F>,
-            handle: ScheduledHandle::new::<IdleTask<T, F>>(task, Arc::clone(shared)),
+            handle: ScheduledHandle::new(task, Arc::clone(shared)),
             shared: Arc::clone(shared),
         })
     }

@@ -31,7 +31,7 @@ use crate::clock::{Clock, Nanos};
 use crate::completion::Completion;
 use crate::error::{drop_quietly, TaskError};
 use crate::sync::{AtomicPtr, Ordering};
-use crate::task::{Caught, Header, Job, Ran, TaskRef};
+use crate::task::{give_cell, Caught, Header, Job, Ran};
 
 /// A one-shot body, owned by whoever claims it through the header.
 pub(crate) struct Body<F>(UnsafeCell<ManuallyDrop<F>>);
@@ -241,21 +241,14 @@ where
     fn as_any(&self) -> &dyn Any {
         self
     }
+    fn result_cell(&self, out: &mut dyn Any) {
+        give_cell(out, || self.cell());
+    }
     fn run(&self, _clock: &Clock, _started: Nanos, watched: bool) -> Ran {
         self.run_body(watched)
     }
     fn cancelled(&self) {
         self.cancel_body();
-    }
-}
-
-impl<T, F> TaskRef<T> for OnceTask<T, F>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    fn completion(&self) -> Arc<Completion<T>> {
-        self.cell()
     }
 }
 
@@ -323,6 +316,8 @@ mod tests {
     fn per_task_sizes_stay_small() {
         assert_eq!(std::mem::size_of::<Header>(), 32);
         assert_eq!(std::mem::size_of::<crate::work_queue::Entry>(), 16);
+        // A handle: the task and the pool, two thin pointers.
+        assert_eq!(std::mem::size_of::<crate::ScheduledHandle<u64>>(), 16);
         let noop = || ();
         assert_eq!(
             size_of_val(&OnceTask::new(Header::new(0, 0, Kind::Once), noop)),

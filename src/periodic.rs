@@ -277,10 +277,7 @@ impl<'a> Periodic<'a> {
             control,
         ));
         shared.enqueue(task.clone(), now)?;
-        Ok(ScheduledHandle::new::<PeriodicTask<F>>(
-            task,
-            std::sync::Arc::clone(shared),
-        ))
+        Ok(ScheduledHandle::new(task, std::sync::Arc::clone(shared)))
     }
 }
 

@@ -24,7 +24,7 @@ use crate::completion::Completion;
 use crate::error::{drop_quietly, TaskError};
 use crate::periodic::{MissedTicks, Next, OnPanic, Options, RunOutcome};
 use crate::sync::{AtomicU64, Mutex, Ordering};
-use crate::task::{Caught, EndOfRun, Header, Job, Kind, Ran, TaskRef};
+use crate::task::{give_cell, Caught, EndOfRun, Header, Job, Kind, Ran};
 
 /// The non-generic state of a periodic task.
 pub(crate) struct Control {
@@ -199,6 +199,10 @@ where
         self
     }
 
+    fn result_cell(&self, out: &mut dyn std::any::Any) {
+        give_cell(out, || Arc::clone(&self.completion));
+    }
+
     fn control(&self) -> Option<&Control> {
         Some(&self.control)
     }
@@ -298,15 +302,5 @@ where
         self.completion.complete(Err(TaskError::Cancelled));
         let body = self.body.lock().take();
         drop_quietly(body);
-    }
-}
-
-impl<F, R> TaskRef<()> for PeriodicTask<F>
-where
-    F: FnMut() -> R + Send + 'static,
-    R: RunOutcome + 'static,
-{
-    fn completion(&self) -> Arc<Completion<()>> {
-        Arc::clone(&self.completion)
     }
 }

@@ -165,10 +165,7 @@ impl ScheduledThreadPool {
         let header = Header::new(shared.next_seq(), after(now, delay), Kind::Once);
         let task = TaskPtr::new(OnceTask::new(header, task));
         shared.enqueue(task.clone(), now)?;
-        Ok(ScheduledHandle::new::<OnceTask<T, F>>(
-            task,
-            Arc::clone(shared),
-        ))
+        Ok(ScheduledHandle::new(task, Arc::clone(shared)))
     }
 
     /// Runs `task` first after `initial_delay`, then every `period`: the

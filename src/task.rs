@@ -43,7 +43,6 @@ use crate::error::panic_message;
 use crate::heap::NOT_QUEUED;
 use crate::periodic_task::Control;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
-use crate::task_ptr::TaskPtr;
 
 pub(crate) const SCHEDULED: u8 = 0;
 pub(crate) const RUNNING: u8 = 1;
@@ -415,27 +414,23 @@ pub(crate) trait Job: Send + Sync + 'static {
     fn rearm(&self, _now: Nanos) -> Option<Nanos> {
         None
     }
+    /// Puts the result cell, created if nobody needed it yet, into `out`:
+    /// the handle's `Option<Arc<Completion<T>>>`, type-erased (the task
+    /// knows its `T`, the handle checks it matches). A task no handle can
+    /// wait on (`execute`) leaves it `None`. So a handle is two thin
+    /// pointers.
+    fn result_cell(&self, _out: &mut dyn Any) {}
     /// Completed runs (a one-shot: 0 or 1).
     fn runs(&self) -> u64 {
         u64::from(self.header().state() == DONE)
     }
 }
 
-/// The handle's view of a task.
-pub(crate) trait TaskRef<T>: Job {
-    /// The result cell (a one-shot task creates it on first need).
-    fn completion(&self) -> Arc<Completion<T>>;
-}
-
-/// A handle's way to its task's typed result cell: made by
-/// [`completion_of`] for the task's concrete type.
-pub(crate) type CompletionOf<T> = fn(&TaskPtr) -> Arc<Completion<T>>;
-
-/// The result cell of `task`, a `J` (checked: a handle is only ever made
-/// with the `J` of its own task).
-pub(crate) fn completion_of<T, J: TaskRef<T>>(task: &TaskPtr) -> Arc<Completion<T>> {
-    task.as_any()
-        .downcast_ref::<J>()
-        .expect("a handle's task has the type it was made with")
-        .completion()
+/// Gives `out`, an `Option<Arc<Completion<T>>>` of the task's own `T`, the
+/// task's result cell (see [`Job::result_cell`]); leaves any other type
+/// alone.
+pub(crate) fn give_cell<T: 'static>(out: &mut dyn Any, cell: impl FnOnce() -> Arc<Completion<T>>) {
+    if let Some(out) = out.downcast_mut::<Option<Arc<Completion<T>>>>() {
+        *out = Some(cell());
+    }
 }
