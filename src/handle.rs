@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock::{delay_nanos, to_instant};
 use crate::completion::Completion;
-use crate::error::{Rejected, TaskError};
+use crate::error::{drop_quietly, Rejected, TaskError};
 use crate::shared::{data_ptr, Shared};
 use crate::task::{CANCELLED, DONE, PAUSED, RUNNING, SCHEDULED};
 use crate::task_ptr::TaskPtr;
@@ -79,7 +79,9 @@ pub enum TaskState {
 pub struct ScheduledHandle<T> {
     task: TaskPtr,
     pool: Arc<Shared>,
-    result: PhantomData<fn() -> T>,
+    /// Invariant in `T` (as `Completion<T>` is): a handle coerced to a
+    /// supertype would ask its task for a cell of another type.
+    result: PhantomData<fn(T) -> T>,
 }
 
 impl<T: 'static> ScheduledHandle<T> {
@@ -149,7 +151,8 @@ impl<T: 'static> ScheduledHandle<T> {
     }
 
     /// The task's id: its submission sequence number, also the `id` field of
-    /// its `task` tracing span.
+    /// its `task` tracing span. Ids wrap after 2^54 submissions (57 years at
+    /// ten million a second).
     pub fn id(&self) -> u64 {
         self.task.header().seq()
     }
@@ -313,13 +316,23 @@ impl<T: 'static> fmt::Debug for ScheduledHandle<T> {
 /// then completes with [`TaskError::Cancelled`]. Either way nobody waiting
 /// on the handle hangs.
 pub struct PendingTask {
-    task: TaskPtr,
+    /// `Some` until dropped: `Drop` takes it out to drop it quietly.
+    task: Option<TaskPtr>,
     pool: Arc<Shared>,
 }
 
 impl PendingTask {
     pub(crate) fn new(task: TaskPtr, pool: Arc<Shared>) -> Self {
-        PendingTask { task, pool }
+        PendingTask {
+            task: Some(task),
+            pool,
+        }
+    }
+
+    fn task(&self) -> &TaskPtr {
+        self.task
+            .as_ref()
+            .expect("a PendingTask holds its task until dropped")
     }
 
     /// Runs the task once on the calling thread; a panic in it is caught and
@@ -327,12 +340,11 @@ impl PendingTask {
     /// periodic task runs once and then completes as cancelled (its pool is
     /// stopped).
     pub fn run(self) {
-        let header = self.task.header();
+        let task = self.task();
+        let header = task.header();
         if header.try_start() {
-            let watched = self.task.ref_count() > 1;
-            let ran = self
-                .task
-                .run(&self.pool.clock, self.pool.clock.now(), watched);
+            let watched = task.ref_count() > 1;
+            let ran = task.run(&self.pool.clock, self.pool.clock.now(), watched);
             if let Some(caught) = ran.panic {
                 self.pool.report_panic(header, caught);
             }
@@ -342,26 +354,30 @@ impl PendingTask {
 
     /// The task's id (as [`ScheduledHandle::id`]).
     pub fn id(&self) -> u64 {
-        self.task.header().seq()
+        self.task().header().seq()
     }
 
     /// True for a fixed-rate or fixed-delay task.
     pub fn is_periodic(&self) -> bool {
-        self.task.header().kind().is_periodic()
+        self.task().header().kind().is_periodic()
     }
 }
 
 impl Drop for PendingTask {
     fn drop(&mut self) {
-        if self.task.header().try_cancel() {
-            self.task.cancelled();
+        let Some(task) = self.task.take() else { return };
+        if task.header().try_cancel() {
+            task.cancelled();
         }
+        // Possibly the last reference: the task's result (kept for a handle
+        // dropped during the run) may panic in its `Drop`.
+        drop_quietly(task);
     }
 }
 
 impl fmt::Debug for PendingTask {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let header = self.task.header();
+        let header = self.task().header();
         f.debug_struct("PendingTask")
             .field("id", &header.seq())
             .field("kind", &header.kind().name())

@@ -4,6 +4,21 @@
 //!
 //! Each check takes the structure's lock once, reads a snapshot and returns
 //! `Err` with a description of the first broken invariant.
+//!
+//! A handle is invariant in its result type: one coerced to a supertype
+//! would ask its task for a result cell of another type (a review of the
+//! thin handle found it covariant). This must not compile:
+//!
+//! ```compile_fail
+//! use std::time::Duration;
+//! use schedpool::{ScheduledHandle, ScheduledThreadPool};
+//! fn f(_: &u8) {}
+//! let pool = ScheduledThreadPool::new(1);
+//! let h: ScheduledHandle<for<'a> fn(&'a u8)> =
+//!     pool.schedule(|| f as for<'a> fn(&'a u8), Duration::ZERO).unwrap();
+//! let h: ScheduledHandle<fn(&'static u8)> = h;
+//! drop(h);
+//! ```
 
 use crate::heap::NOT_QUEUED;
 use crate::{DelayQueue, ScheduledHandle};

@@ -21,7 +21,6 @@
 //!   `crate::completion`), so a cancel that sees the mark finds the cell.
 
 use std::any::Any;
-use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -30,7 +29,7 @@ use std::sync::Arc;
 use crate::clock::{Clock, Nanos};
 use crate::completion::Completion;
 use crate::error::{drop_quietly, TaskError};
-use crate::sync::{AtomicPtr, Ordering};
+use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
 use crate::task::{give_cell, Caught, Header, Job, Ran};
 
 /// A one-shot body, owned by whoever claims it through the header.
@@ -50,7 +49,10 @@ impl<F> Body<F> {
         // SAFETY: `claim_body` returns true once per task, so this is the
         // only access to the body there will ever be; `Drop` below sees the
         // claim and leaves the moved-out value alone.
-        Some(unsafe { ManuallyDrop::take(&mut *self.0.get()) })
+        Some(
+            self.0
+                .with_mut(|body| unsafe { ManuallyDrop::take(&mut *body) }),
+        )
     }
 
     /// Drops the body unless it was claimed; for the task's `Drop`.
@@ -58,7 +60,10 @@ impl<F> Body<F> {
         if !header.body_taken() {
             // SAFETY: unclaimed, so never moved out; `&mut self` means no
             // other access, and the task is being dropped, so never again.
-            drop_quietly(unsafe { ManuallyDrop::take(self.0.get_mut()) });
+            drop_quietly(
+                self.0
+                    .with_mut(|body| unsafe { ManuallyDrop::take(&mut *body) }),
+            );
         }
     }
 }

@@ -1,8 +1,10 @@
 //! The synchronisation facade: parking_lot and std normally, loom under `cfg(loom)`.
 //!
-//! Every lock, condition variable, atomic, `Arc`, thread spawn and
-//! thread-local in the crate is imported from here, so the loom models in
-//! `tests/loom.rs` check the very code that ships. The API is parking_lot's
+//! Every lock, condition variable, atomic, `UnsafeCell` the crate's
+//! `unsafe` relies on, thread spawn and thread-local in the crate is
+//! imported from here, so the loom models in `tests/loom.rs` and in
+//! `task_ptr.rs` check the very code that ships. (`Arc` is std's even under
+//! loom: see `docs/design.md`.) The API is parking_lot's
 //! (`lock()` returns the guard directly, waits take `&mut MutexGuard`); the
 //! loom side adapts loom's std-like API to it.
 //!
@@ -36,6 +38,37 @@ macro_rules! loom_thread_local {
 pub(crate) use loom_thread_local as thread_local;
 
 pub(crate) use imp::{spin_until, unlocked, Condvar, Mutex, MutexGuard};
+
+/// loom's `UnsafeCell`, whose accesses loom checks for races, under loom.
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+/// `std::cell::UnsafeCell` behind loom's closure-based API.
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    pub(crate) fn new(value: T) -> Self {
+        UnsafeCell(std::cell::UnsafeCell::new(value))
+    }
+
+    /// Runs `f` with a pointer to the value; the caller's protocol makes
+    /// the access exclusive.
+    #[inline]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    /// Runs `f` with a pointer for reading; the caller's protocol rules
+    /// out a concurrent write.
+    #[allow(dead_code)] // only the loom models read without moving out
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+}
 
 /// Waits on `cv` until `done(&mut state)` holds (true) or `timeout` of real
 /// time passes (false). A timeout too large for an `Instant` waits without

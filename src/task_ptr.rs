@@ -251,7 +251,9 @@ mod tests {
 
 /// loom models of a one-shot task's life through `TaskPtr`s: the count,
 /// the body's claim and the lazily created result cell, raced. Run with
-/// `RUSTFLAGS="--cfg loom" cargo test --release --lib` (`.ci/run` does).
+/// `RUSTFLAGS="--cfg loom" cargo test --release --lib` (`.ci/run` does). The
+/// body sits in the facade's `UnsafeCell`, which loom tracks, so a claim or
+/// free without the ordering it needs is a causality error here.
 #[cfg(all(test, loom))]
 mod loom_models {
     use std::sync::Arc;
@@ -259,10 +261,10 @@ mod loom_models {
     use loom::sync::atomic::{AtomicUsize, Ordering};
 
     use super::TaskPtr;
-    use crate::clock::Clock;
+    use crate::clock::{Clock, Nanos};
     use crate::error::TaskError;
     use crate::once::OnceTask;
-    use crate::task::{Header, Kind, TaskRef};
+    use crate::task::{Header, Job, Kind, Ran};
 
     type Body = Box<dyn FnOnce() -> u32 + Send>;
 
@@ -273,30 +275,38 @@ mod loom_models {
         }
     }
 
+    /// A task whose body counts its drops and its runs.
+    fn counted_task(drops: &Arc<AtomicUsize>, ran: &Arc<AtomicUsize>) -> TaskPtr {
+        let counted = Counted(Arc::clone(drops));
+        let ran = Arc::clone(ran);
+        let body: Body = Box::new(move || {
+            let _keep = &counted;
+            ran.fetch_add(1, Ordering::SeqCst);
+            5
+        });
+        TaskPtr::new(OnceTask::new(Header::new(0, 0, Kind::Once), body))
+    }
+
+    fn run(task: &TaskPtr) {
+        if task.header().try_start() {
+            let watched = task.ref_count() > 1;
+            task.run(&Clock::Real, 0, watched);
+        }
+    }
+
     /// A runner, a cancel and a joiner race on one task, each through its
-    /// own reference: the body is dropped exactly once, whoever frees the
+    /// own reference, and the joiner lets go of its reference before the
+    /// others finish: the body is dropped exactly once, whoever frees the
     /// task, and the joiner gets the outcome that won.
     #[test]
     fn run_cancel_and_join_race() {
         loom::model(|| {
             let drops = Arc::new(AtomicUsize::new(0));
             let ran = Arc::new(AtomicUsize::new(0));
-            let counted = Counted(Arc::clone(&drops));
-            let ran_in_body = Arc::clone(&ran);
-            let body: Body = Box::new(move || {
-                let _keep = &counted;
-                ran_in_body.fetch_add(1, Ordering::SeqCst);
-                5
-            });
-            let task = TaskPtr::new(OnceTask::new(Header::new(0, 0, Kind::Once), body));
+            let task = counted_task(&drops, &ran);
             let runner = {
                 let t = task.clone();
-                loom::thread::spawn(move || {
-                    if t.header().try_start() {
-                        let watched = t.ref_count() > 1;
-                        t.run(&Clock::Real, 0, watched);
-                    }
-                })
+                loom::thread::spawn(move || run(&t))
             };
             let canceller = {
                 let t = task.clone();
@@ -308,11 +318,13 @@ mod loom_models {
                     won
                 })
             };
-            let once = task
+            let cell = task
                 .as_any()
                 .downcast_ref::<OnceTask<u32, Body>>()
-                .expect("the task's type");
-            let outcome = once.completion().join(task.header());
+                .expect("the task's type")
+                .cell();
+            let outcome = cell.join(task.header());
+            drop(task);
             runner.join().expect("runner");
             let cancelled = canceller.join().expect("canceller");
             if cancelled {
@@ -321,8 +333,77 @@ mod loom_models {
                 assert_eq!(outcome, Ok(5));
                 assert_eq!(ran.load(Ordering::SeqCst), 1);
             }
-            drop(task);
             assert_eq!(drops.load(Ordering::SeqCst), 1, "the body dropped once");
+        });
+    }
+
+    /// The handle goes away while the task runs, so the run may or may not
+    /// see itself watched: either way the body is dropped once and the
+    /// task freed once, by whichever thread is last.
+    #[test]
+    fn the_handle_goes_away_during_the_run() {
+        loom::model(|| {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let ran = Arc::new(AtomicUsize::new(0));
+            let handle = counted_task(&drops, &ran);
+            let queued = handle.clone();
+            let worker = loom::thread::spawn(move || run(&queued));
+            drop(handle);
+            worker.join().expect("worker");
+            assert_eq!(ran.load(Ordering::SeqCst), 1);
+            assert_eq!(drops.load(Ordering::SeqCst), 1);
+        });
+    }
+
+    /// A task that writes its data when freed: the last drop must see every
+    /// other holder's reads (fails if the final decrement is only Release).
+    #[repr(C)]
+    struct Canary {
+        header: Header,
+        data: crate::sync::UnsafeCell<u64>,
+    }
+    // SAFETY (test): `data` is written only by `Drop`, with `&mut self`.
+    unsafe impl Sync for Canary {}
+    impl Drop for Canary {
+        fn drop(&mut self) {
+            // SAFETY: `&mut self`: nobody else can reach the task.
+            self.data.with_mut(|p| unsafe { *p = 0 });
+        }
+    }
+    impl Job for Canary {
+        fn header(&self) -> &Header {
+            &self.header
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+        fn run(&self, _: &Clock, _: Nanos, _: bool) -> Ran {
+            Ran::DONE
+        }
+        fn cancelled(&self) {}
+    }
+
+    #[test]
+    fn the_last_drop_sees_every_holders_reads() {
+        loom::model(|| {
+            let a = TaskPtr::new(Canary {
+                header: Header::new(0, 0, Kind::Once),
+                data: crate::sync::UnsafeCell::new(1),
+            });
+            let b = a.clone();
+            let read = |t: &TaskPtr| {
+                let canary = t.as_any().downcast_ref::<Canary>().expect("a Canary");
+                // SAFETY: only `Drop` writes, and it runs after every reader
+                // let go (the count's ordering is what this model checks).
+                canary.data.with(|p| assert_eq!(unsafe { *p }, 1));
+            };
+            let t = loom::thread::spawn(move || {
+                read(&b);
+                drop(b);
+            });
+            read(&a);
+            drop(a);
+            t.join().expect("reader");
         });
     }
 
@@ -332,17 +413,14 @@ mod loom_models {
     fn last_references_drop_together() {
         loom::model(|| {
             let drops = Arc::new(AtomicUsize::new(0));
-            let counted = Counted(Arc::clone(&drops));
-            let body: Body = Box::new(move || {
-                let _keep = &counted;
-                1
-            });
-            let task = TaskPtr::new(OnceTask::new(Header::new(0, 0, Kind::Once), body));
+            let ran = Arc::new(AtomicUsize::new(0));
+            let task = counted_task(&drops, &ran);
             let other = task.clone();
             let t = loom::thread::spawn(move || drop(other));
             drop(task);
             t.join().expect("dropper");
             assert_eq!(drops.load(Ordering::SeqCst), 1);
+            assert_eq!(ran.load(Ordering::SeqCst), 0);
         });
     }
 }

@@ -7,7 +7,9 @@
 //! and the waited mark, found two more (an overflowing idle spin, and a
 //! core-0 worker outliving its keep-alive after a cancel); they are at the
 //! end. A third, of the lazily created result cell, found `last_failure`
-//! empty just after `is_done` (the last test).
+//! empty just after `is_done`. A fourth, of the thin tasks, found a
+//! `PendingTask` that could let a result's panicking `Drop` out of `run`
+//! (the last test; it predates the thin tasks).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -420,4 +422,48 @@ fn last_failure_is_there_as_soon_as_the_handle_is_done() {
     }
     std::panic::set_hook(previous);
     assert!(pool.shutdown().await_termination(Duration::from_secs(10)));
+}
+
+/// `PendingTask::run` whose handle is dropped during the run: the run kept
+/// the result for the handle, and the `PendingTask`'s drop, then the last
+/// reference, drops it. A panic from that `Drop` stays inside (as the
+/// worker's `drop_quietly` does).
+#[test]
+fn a_pending_task_swallows_a_panicking_result_dropped_after_its_run() {
+    struct PanicOnDrop;
+    impl Drop for PanicOnDrop {
+        fn drop(&mut self) {
+            panic!("result dropped");
+        }
+    }
+    let pool = ScheduledThreadPool::new(1);
+    let (started_tx, started_rx) = mpsc::channel::<()>();
+    let (dropped_tx, dropped_rx) = mpsc::channel::<()>();
+    let handle = pool
+        .schedule(
+            move || {
+                started_tx.send(()).unwrap();
+                dropped_rx.recv().unwrap();
+                PanicOnDrop
+            },
+            Duration::from_secs(3600),
+        )
+        .unwrap();
+    let mut pending = pool.shutdown_now();
+    assert_eq!(pending.len(), 1);
+    let dropper = std::thread::spawn(move || {
+        started_rx.recv().unwrap();
+        drop(handle);
+        dropped_tx.send(()).unwrap();
+    });
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let task = pending.pop().unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || task.run()));
+    std::panic::set_hook(previous);
+    dropper.join().unwrap();
+    assert!(
+        outcome.is_ok(),
+        "the result's Drop panic escaped PendingTask::run"
+    );
 }
