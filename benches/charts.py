@@ -10,6 +10,8 @@ and writes into <out> (default docs/img/):
     memory.svg       W6 heap bytes per pending task
     w4-lateness.svg  W4 lateness tail (fraction of tasks later than x, log-log), 40/100 us targets
     w8-cancel.svg    W8 ns per cancel vs pending tasks (log x): a straight line = log n
+    w8-instructions.svg  W8 instructions per cancel, if benches/w8_callgrind.sh wrote
+                     <results>/w8-instructions.csv
 
 usage: python3 benches/charts.py [--results target/bench-results] [--out docs/img]
 """
@@ -266,6 +268,26 @@ def cancel_curve(path, data):
         mult = {"k": 1e3, "M": 1e6}.get(lab[-1], 1)
         n = float(lab[:-1] if lab[-1] in "kM" else lab) * mult
         pts.setdefault(imp, []).append((n, d))
+    curve(path, pts, "W8 cancel cost vs pending tasks (log n on x: log n growth = straight line)",
+          "ns per cancel (median, min..max)",
+          ["scheduled-thread-pool only sets", "a flag: O(1), but cancelled jobs",
+           "stay in its heap (see W2 retained)"])
+
+
+def instructions_curve(path, csv_path):
+    """W8 in instructions per cancel, from benches/w8_callgrind.sh's CSV."""
+    pts = {}
+    with open(csv_path) as f:
+        for row in csv.DictReader(f):
+            v = float(row["instructions_per_cancel"])
+            pts.setdefault(row["impl"], []).append(
+                (float(row["pending"]), {"median": v, "min": v, "max": v}))
+    curve(path, pts, "W8 in instructions per cancel (callgrind: exact, no cache effects)",
+          "instructions per cancel",
+          ["the work per cancel; the", "nanoseconds (w8-cancel.svg)", "add the cache misses"])
+
+
+def curve(path, pts, title, ylabel, notes):
     impls = [i for i in IMPLS if i in pts]
     if not impls:
         return
@@ -283,8 +305,7 @@ def cancel_curve(path, data):
         return top + ph - ph * v / ymax
 
     s = Svg(W, H)
-    s.text(left + pw / 2, 26, "W8 cancel cost vs pending tasks (log n on x: log n growth = straight line)", 13,
-           "middle", weight="bold")
+    s.text(left + pw / 2, 26, title, 13, "middle", weight="bold")
     for t in range(6):
         v = ymax * t / 5
         s.line(left, Y(v), left + pw, Y(v), "#e5e5e5")
@@ -295,18 +316,17 @@ def cancel_curve(path, data):
     s.line(left, top, left, top + ph, "#333")
     s.line(left, top + ph, left + pw, top + ph, "#333")
     s.text(left + pw / 2, H - 14, "pending tasks in the queue (log scale)", 11, "middle", "#333")
-    s.text(18, top + ph / 2, "ns per cancel (median, min..max)", 12, "middle", "#333", rotate=-90)
+    s.text(18, top + ph / 2, ylabel, 12, "middle", "#333", rotate=-90)
     for imp in impls:
         p = sorted(pts[imp], key=lambda t: t[0])
         c = COLORS.get(imp, "#666")
         s.polyline([(X(n), Y(d["median"])) for n, d in p], c)
         for n, d in p:
             s.line(X(n), Y(d["min"]), X(n), Y(d["max"]), c, 1)
-            s.circle(X(n), Y(d["median"]), 3.5, c, "%s n=%s: %s ns" % (imp, fmt_num(n), fmt_num(d["median"])))
+            s.circle(X(n), Y(d["median"]), 3.5, c, "%s n=%s: %s" % (imp, fmt_num(n), fmt_num(d["median"])))
     s.legend(left + pw + 20, top + 10, impls)
-    s.text(left + pw + 20, top + 80, "scheduled-thread-pool only sets", 10, "start", "#666")
-    s.text(left + pw + 20, top + 94, "a flag: O(1), but cancelled jobs", 10, "start", "#666")
-    s.text(left + pw + 20, top + 108, "stay in its heap (see W2 retained)", 10, "start", "#666")
+    for i, note in enumerate(notes):
+        s.text(left + pw + 20, top + 80 + 14 * i, note, 10, "start", "#666")
     s.save(path)
 
 
@@ -336,6 +356,9 @@ def main():
               "Rust: requested bytes (counting\nglobal allocator); JDK: heap\nused after System.gc()")
     lateness_cdf(os.path.join(a.out, "w4-lateness.svg"), a.results)
     cancel_curve(os.path.join(a.out, "w8-cancel.svg"), data)
+    instr = os.path.join(a.results, "w8-instructions.csv")
+    if os.path.exists(instr):
+        instructions_curve(os.path.join(a.out, "w8-instructions.svg"), instr)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # W8 in instructions: callgrind counts the instructions of the cancels alone
 # (benches/cancel_ops.rs), for 1k, 10k, 100k and 1M pending tasks, on
 # schedpool and scheduled-thread-pool. Exact and repeatable, unlike W8's
-# nanoseconds, which also measure the cache. Needs valgrind (installs
+# nanoseconds, which also measure the cache. Writes
+# target/bench-results/w8-instructions.csv for benches/charts.py. Needs valgrind (installs
 # Debian's when missing). Takes about three minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,10 @@ bin=$(cargo bench --bench cancel_ops --no-run 2>&1 | sed -n 's/.*Executable .*(\
 [ -x "$bin" ] || { echo "cancel_ops did not build" >&2; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+results=${CARGO_TARGET_DIR:-target}/bench-results
+mkdir -p "$results"
+csv="$results/w8-instructions.csv"
+echo "impl,pending,cancels,instructions_per_cancel" > "$csv"
 
 printf '| pool | pending | cancels | instructions per cancel | vs 1k | log2(n) vs 1k |\n'
 printf '|---|---|---|---|---|---|\n'
@@ -29,8 +34,12 @@ for pool in schedpool stp; do
     ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out/log" | tail -1)
     per=$(awk -v ir="$ir" -v k="$k" 'BEGIN { printf "%.0f", ir / k }')
     [ -n "$base" ] || base=$per
+    name=$pool; [ "$pool" = stp ] && name=scheduled-thread-pool
+    echo "$name,$n,$k,$per" >> "$csv"
     printf '| %s | %s | %s | %s | %.2fx | %.2fx |\n' "$pool" "$n" "$k" "$per" \
       "$(awk -v a="$per" -v b="$base" 'BEGIN { print a / b }')" \
       "$(awk -v n="$n" 'BEGIN { print log(n) / log(1000) }')"
   done
 done
+echo
+echo "wrote $csv; python3 benches/charts.py draws it (docs/img/w8-instructions.svg)"
