@@ -72,19 +72,21 @@ impl<F> Body<F> {
 // invariants), never shared by reference, so `F: Send` is all it needs.
 unsafe impl<F: Send> Sync for Body<F> {}
 
-/// A result cell created on first need: one pointer until then.
+/// A value created on first need and shared by `Arc`, one pointer until
+/// then: a one-shot task's result cell (`P = Completion<T>`; generic so the
+/// loom models can give it a payload loom tracks).
 ///
 /// The marker makes it `Send` and `Sync` exactly when the `Arc` it holds
-/// would be (an `AtomicPtr` alone is both for any `T`).
-pub(crate) struct LazyCell<T>(AtomicPtr<Completion<T>>, PhantomData<Arc<Completion<T>>>);
+/// would be (an `AtomicPtr` alone is both for any `P`).
+pub(crate) struct LazyCell<P>(AtomicPtr<P>, PhantomData<Arc<P>>);
 
-impl<T> LazyCell<T> {
+impl<P> LazyCell<P> {
     pub(crate) fn new() -> Self {
         LazyCell(AtomicPtr::new(std::ptr::null_mut()), PhantomData)
     }
 
-    /// The cell, if it exists.
-    pub(crate) fn get(&self) -> Option<Arc<Completion<T>>> {
+    /// The value, if it exists.
+    pub(crate) fn get(&self) -> Option<Arc<P>> {
         let cell = self.0.load(Ordering::Acquire);
         if cell.is_null() {
             return None;
@@ -98,12 +100,12 @@ impl<T> LazyCell<T> {
         }
     }
 
-    /// The cell, created if nobody needed it yet.
-    pub(crate) fn get_or_create(&self) -> Arc<Completion<T>> {
+    /// The value, created by `create` if nobody needed it yet.
+    pub(crate) fn get_or_create(&self, create: impl FnOnce() -> P) -> Arc<P> {
         if let Some(cell) = self.get() {
             return cell;
         }
-        let fresh = Arc::new(Completion::new());
+        let fresh = Arc::new(create());
         let raw = Arc::into_raw(Arc::clone(&fresh)).cast_mut();
         match self.0.compare_exchange(
             std::ptr::null_mut(),
@@ -123,7 +125,7 @@ impl<T> LazyCell<T> {
     }
 }
 
-impl<T> Drop for LazyCell<T> {
+impl<P> Drop for LazyCell<P> {
     fn drop(&mut self) {
         // A load, not `get_mut`, which loom's `AtomicPtr` lacks; `&mut self`
         // means nobody else can touch it.
@@ -144,7 +146,7 @@ impl<T> Drop for LazyCell<T> {
 #[repr(C)]
 pub(crate) struct OnceTask<T, F> {
     header: Header,
-    cell: LazyCell<T>,
+    cell: LazyCell<Completion<T>>,
     body: Body<F>,
 }
 
@@ -167,7 +169,7 @@ where
 
     /// The result cell, created if nobody needed it yet.
     pub(crate) fn cell(&self) -> Arc<Completion<T>> {
-        self.cell.get_or_create()
+        self.cell.get_or_create(Completion::new)
     }
 
     /// Completes the handle (the caller won `finish`): into the cell if it

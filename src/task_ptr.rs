@@ -407,6 +407,40 @@ mod loom_models {
         });
     }
 
+    /// A value loom tracks, written when made and read by whoever gets it.
+    struct Tracked(crate::sync::UnsafeCell<u64>);
+    // SAFETY (test): written only before it is shared.
+    unsafe impl Sync for Tracked {}
+
+    /// Two threads create a task's result cell at once (a waiter and a
+    /// finishing run): both get the one that won the install, and each
+    /// sees it fully made (fails if the install or the read is Relaxed).
+    #[test]
+    fn the_lazy_cell_is_made_once_and_seen_whole() {
+        use crate::once::LazyCell;
+        loom::model(|| {
+            let cell = Arc::new(LazyCell::<Tracked>::new());
+            let make = || Tracked(crate::sync::UnsafeCell::new(7));
+            // SAFETY (test): the value is written only before it is
+            // shared, so reads never race a write.
+            let read = |t: &Tracked| t.0.with(|p| unsafe { *p });
+            let other = {
+                let cell = Arc::clone(&cell);
+                loom::thread::spawn(move || {
+                    let got = cell.get_or_create(make);
+                    assert_eq!(read(&got), 7);
+                    Arc::as_ptr(&got) as usize
+                })
+            };
+            let mine = cell.get_or_create(make);
+            assert_eq!(read(&mine), 7);
+            let theirs = other.join().expect("other");
+            assert_eq!(theirs, Arc::as_ptr(&mine) as usize, "one cell");
+            let seen = cell.get().expect("installed");
+            assert_eq!(read(&seen), 7);
+        });
+    }
+
     /// The last two references drop at once on two threads: the task is
     /// freed once, and its unclaimed body with it.
     #[test]
