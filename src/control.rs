@@ -15,7 +15,7 @@
 //!   "requeued".
 
 use crate::clock::Nanos;
-use crate::shared::{data_ptr, take_paused, Shared, State, RUNNING};
+use crate::shared::{take_paused, Shared, State, RUNNING};
 use crate::task::{Header, Kind};
 use crate::task_ptr::TaskPtr;
 
@@ -38,7 +38,7 @@ impl Shared {
             return false;
         }
         if header.pause_scheduled() {
-            self.unqueue(&mut state, header, data_ptr(job));
+            self.unqueue(&mut state, header, job.as_ptr());
             state.paused.push(job.clone());
             // It may have been the due head `wait_idle` waits on.
             self.note_maybe_idle(&state);
@@ -64,7 +64,7 @@ impl Shared {
             if !header.resume_paused() {
                 return false;
             }
-            drop(take_paused(&mut state, data_ptr(job)));
+            drop(take_paused(&mut state, job.as_ptr()));
             if self.can_run(state.run_state, header, now) {
                 if state.push(job.clone(), now) {
                     state.new_head();
@@ -98,7 +98,7 @@ impl Shared {
             // SCHEDULED means queued (the worker claims and requeues under
             // this lock); only a shutdown purge holds a SCHEDULED task out
             // of the queue, briefly, before cancelling or returning it.
-            if !self.unqueue(&mut state, header, data_ptr(job)) {
+            if !self.unqueue(&mut state, header, job.as_ptr()) {
                 return false;
             }
             header.set_deadline(header.deadline().min(now));
@@ -124,7 +124,7 @@ impl Shared {
             return false;
         }
         let old = control.swap_period(period);
-        if self.unqueue(&mut state, header, data_ptr(job)) {
+        if self.unqueue(&mut state, header, job.as_ptr()) {
             header.set_deadline(control.rebase(old, period, now));
             if state.push(job.clone(), now) {
                 state.new_head();

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use crate::clock::{delay_nanos, to_instant};
 use crate::completion::Completion;
 use crate::error::{drop_quietly, Rejected, TaskError};
-use crate::shared::{data_ptr, Shared};
+use crate::shared::Shared;
 use crate::task::{CANCELLED, DONE, PAUSED, RUNNING, SCHEDULED};
 use crate::task_ptr::TaskPtr;
 
@@ -124,7 +124,7 @@ impl<T: 'static> ScheduledHandle<T> {
         if !header.try_cancel() {
             return false;
         }
-        let removed = self.pool.remove_cancelled(header, data_ptr(&self.task));
+        let removed = self.pool.remove_cancelled(header, self.task.as_ptr());
         self.task.cancelled();
         drop(removed);
         true

@@ -184,7 +184,7 @@ impl Shared {
         drop(state);
         match (worker, kept) {
             (Some(number), Some(task)) => {
-                self.start_worker(number, Some((task.header(), data_ptr(&task))))
+                self.start_worker(number, Some((task.header(), task.as_ptr())))
             }
             _ => Ok(()),
         }
@@ -458,11 +458,6 @@ pub(crate) fn take_paused(state: &mut State, task: *const u8) -> Option<TaskPtr>
     let at = state
         .paused
         .iter()
-        .position(|t| std::ptr::eq(data_ptr(t), task))?;
+        .position(|t| std::ptr::eq(t.as_ptr(), task))?;
     Some(state.paused.swap_remove(at))
-}
-
-/// A task's address, whatever trait object points at it (vtables may differ).
-pub(crate) fn data_ptr(task: &TaskPtr) -> *const u8 {
-    task.as_ptr()
 }
