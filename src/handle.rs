@@ -101,6 +101,12 @@ impl<T: 'static> ScheduledHandle<T> {
         cell.expect("a handle's task keeps a result of the handle's type")
     }
 
+    /// The task, and the pool it was submitted to (for an idle timer's
+    /// touch).
+    pub(crate) fn task_and_pool(&self) -> (&TaskPtr, &Arc<Shared>) {
+        (&self.task, &self.pool)
+    }
+
     /// The task's header and pool core, for `crate::internals`.
     pub(crate) fn internals(&self) -> (&crate::task::Header, &Arc<Shared>) {
         (self.task.header(), &self.pool)

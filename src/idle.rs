@@ -23,7 +23,6 @@ use crate::error::Rejected;
 use crate::handle::ScheduledHandle;
 use crate::once::OnceTask;
 use crate::pool::ScheduledThreadPool;
-use crate::shared::Shared;
 use crate::sync::Mutex;
 use crate::task::{give_cell, Header, Job, Kind, Ran};
 use crate::task_ptr::TaskPtr;
@@ -136,17 +135,17 @@ impl<T, F> IdleTask<T, F> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct IdleTimer<T> {
-    task: TaskPtr,
+    /// The task's touch, for its erased type (the handle has the task).
     touch: fn(&TaskPtr, Nanos) -> bool,
     handle: ScheduledHandle<T>,
-    shared: Arc<Shared>,
 }
 
 impl<T: 'static> IdleTimer<T> {
     /// Records activity: the timer now fires `timeout` after this moment.
     /// Returns false if the timer has already fired or was cancelled.
     pub fn touch(&self) -> bool {
-        (self.touch)(&self.task, self.shared.clock.now())
+        let (task, pool) = self.handle.task_and_pool();
+        (self.touch)(task, pool.clock.now())
     }
 
     /// The timer's handle: cancel it, wait for it, await it.
@@ -202,10 +201,8 @@ impl ScheduledThreadPool {
         });
         shared.enqueue(task.clone(), now)?;
         Ok(IdleTimer {
-            task: task.clone(),
             touch: touch::<T, F>,
             handle: ScheduledHandle::new(task, Arc::clone(shared)),
-            shared: Arc::clone(shared),
         })
     }
 }
