@@ -28,6 +28,12 @@ use crate::task_ptr::TaskPtr;
 use crate::work_queue::WorkQueue;
 
 /// Everything the pool lock protects.
+///
+/// Aligned to 128 bytes (two lines, the unit x86's adjacent-line prefetcher
+/// moves), so the mutex's lock word sits on a line of its own: a worker
+/// spinning on the lock then does not pull the lines this state lives on
+/// away from the worker that holds it.
+#[repr(align(128))]
 pub(crate) struct State {
     pub(crate) queue: WorkQueue,
     pub(crate) leader: Leader,
