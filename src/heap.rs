@@ -14,6 +14,11 @@
 //!   an entry leaving the heap is told [`NOT_QUEUED`]. That makes removal of
 //!   an arbitrary entry O(log n) ([`IndexedHeap::remove_at`]).
 //! - Keys live inside the array, so sifting never chases a pointer.
+//! - A sift down asks for the next level's lines while it compares this
+//!   one's ([`prefetch`]), and a worker asks for the top levels as soon as
+//!   it holds the lock ([`IndexedHeap::prefetch_top`]): with two workers
+//!   taking turns, each level was last written by the other core, and one
+//!   fetch after another was most of a pop.
 //!
 //! No locks, no threads: a pure data structure, owned by a lock-protected
 //! `State`.
@@ -38,6 +43,40 @@ pub(crate) trait HeapEntry {
 fn precedes<E: HeapEntry>(a: &E, b: &E) -> bool {
     let (da, db) = (a.deadline(), b.deadline());
     da < db || (da == db && a.seq() < b.seq())
+}
+
+/// Starts loading, into every cache level, the lines that hold the
+/// entries `items[from..to]` (clamped to the slice). A hint to the CPU: it
+/// changes nothing the program can observe.
+#[inline(always)]
+fn prefetch<E>(items: &[E], from: usize, to: usize) {
+    let to = to.min(items.len());
+    if from >= to {
+        return;
+    }
+    let start = items.as_ptr().wrapping_add(from).cast::<u8>();
+    let bytes = (to - from) * std::mem::size_of::<E>();
+    let mut offset = 0;
+    while offset < bytes {
+        prefetch_line(start.wrapping_add(offset));
+        offset += 64;
+    }
+    // The last line, which the stride may have stepped over.
+    prefetch_line(start.wrapping_add(bytes - 1));
+}
+
+#[inline(always)]
+fn prefetch_line(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` (SSE, which every x86_64 CPU has) only hints
+    // that the line holding `p` will be read soon: it never faults and
+    // reads nothing the program can observe, whatever `p` is. Ours always
+    // points into a live slice besides.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Where the heap reports each entry's position (Java's `setIndex`).
@@ -69,6 +108,14 @@ impl<E: HeapEntry> IndexedHeap<E> {
     /// The first entry, due or not.
     pub(crate) fn peek(&self) -> Option<&E> {
         self.items.first()
+    }
+
+    /// Starts loading the top three levels, which a pop reads first: a
+    /// worker calls it as soon as it holds the lock, so the lines another
+    /// worker's pop last wrote arrive together instead of one per level.
+    #[inline]
+    pub(crate) fn prefetch_top(&self) {
+        prefetch(&self.items, 0, 1 + ARITY + ARITY * ARITY);
     }
 
     /// The entry at `index`, if any.
@@ -182,6 +229,10 @@ impl<E: HeapEntry> IndexedHeap<E> {
             if first >= len {
                 break;
             }
+            // The grandchildren load while the children are compared, so
+            // whichever child wins, the next level is on its way.
+            let grand = ARITY * first + 1;
+            prefetch(&self.items, grand, grand + ARITY * ARITY);
             let mut child = first;
             for c in first + 1..(first + ARITY).min(len) {
                 if precedes(&self.items[c], &self.items[child]) {

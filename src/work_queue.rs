@@ -175,6 +175,13 @@ impl WorkQueue {
         self.lane.len() - self.removed_in_lane == 1 && self.lane_first() == Some(true)
     }
 
+    /// Starts loading the lines the next pop reads first
+    /// ([`IndexedHeap::prefetch_top`]).
+    #[inline]
+    pub(crate) fn prefetch_top(&self) {
+        self.heap.prefetch_top();
+    }
+
     /// Removes and returns the first task.
     pub(crate) fn pop(&mut self) -> Option<Entry> {
         let entry = match self.lane_first()? {

@@ -93,6 +93,9 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let mut finished: Option<Finished> = None;
     loop {
         let mut state = shared.handoff();
+        // Another worker's pop last wrote the top of the heap: fetch its
+        // lines together while the bookkeeping below runs.
+        state.queue.prefetch_top();
         if let Some(done) = finished.take() {
             shared.note_finished(&mut state);
             guard.busy = false;
