@@ -110,15 +110,24 @@ ONLY_ARGS=()
 IMPLS=(schedpool scheduled-thread-pool)
 [ "$JDK" = 1 ] && IMPLS+=(jdk17-stpe)
 
+# Where the vCPUs sit, before and after every run (ns for a cache line to move
+# between two cores; see line_transfer_ns in benches/common/mod.rs): on a shared
+# VM the host switches between placements, and W3, W5 and W7 follow them.
+PLACEMENT="$OUT/placement.csv"
+echo "impl,run,line_xfer_before_ns,line_xfer_after_ns" >"$PLACEMENT"
+
 run_one() { # impl run
-    local impl="$1" r="$2" csv="$OUT/runs/$1-r$2.csv"
-    log "run $r/$RUNS: $impl (loadavg $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"
+    local impl="$1" r="$2" csv="$OUT/runs/$1-r$2.csv" before after
+    before=$("$BIN" --probe 2>/dev/null || echo NaN)
+    log "run $r/$RUNS: $impl (loadavg $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null), line transfer $before ns)"
     if [ "$impl" = jdk17-stpe ]; then
         java -Xms3g -Xmx3g -cp "$ROOT/target/jdk-bench" StpeBench --run "$r" --csv "$csv" \
             --out-dir "$OUT" "${ONLY_ARGS[@]}" >"$OUT/runs/$impl-r$r.txt" 2>&1
     else
         "$BIN" --impl "$impl" --run "$r" --csv "$csv" "${ONLY_ARGS[@]}" >"$OUT/runs/$impl-r$r.txt" 2>&1
     fi || { echo "run failed: $impl r$r (see $OUT/runs/$impl-r$r.txt)" >&2; tail -20 "$OUT/runs/$impl-r$r.txt" >&2; exit 1; }
+    after=$("$BIN" --probe 2>/dev/null || echo NaN)
+    echo "$impl,$r,$before,$after" >>"$PLACEMENT"
 }
 
 for r in $(seq 1 "$RUNS"); do
@@ -179,6 +188,7 @@ print_table() {
                     printf " %28s", cell
                 }
                 s = med[k, "schedpool"]; a = med[k, "scheduled-thread-pool"]; b = med[k, "jdk17-stpe"]
+                if (f[2] ~ /^line xfer/) { a = ""; b = "" } # the machine, not a scheduler
                 printf " %8s %8s\n", (s != "" && a != "" && a + 0 != 0) ? sprintf("%.2fx", s / a) : "-",
                                      (s != "" && b != "" && b + 0 != 0) ? sprintf("%.2fx", s / b) : "-"
             }
@@ -234,6 +244,10 @@ print_targets() {
     print_table
     echo
     print_targets
+    echo
+    echo "placement (ns for a cache line to move between the two cores; ~40-90 near, ~175 far),"
+    echo "before -> after each run:"
+    awk -F, 'NR > 1 { printf "  run %s  %-22s %6s -> %s\n", $2, $1, $3, $4 }' "$PLACEMENT"
     echo
     echo "W6 heap: Rust = requested bytes counted by a global allocator; JDK = heap used after System.gc()."
     echo "wall time: $(($(date +%s) - START)) s"

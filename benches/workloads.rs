@@ -58,6 +58,11 @@ fn parse_args() -> Args {
     while let Some(x) = it.next() {
         match x.as_str() {
             "--bench" | "--nocapture" => {}
+            "--probe" => {
+                // For compare.sh, around the JDK's runs: one number, ns.
+                println!("{:.1}", line_transfer_ns());
+                std::process::exit(0);
+            }
             "--impl" => {
                 let v = it.next().expect("--impl needs a value");
                 a.imps = match v.as_str() {
@@ -478,6 +483,19 @@ fn run_all<P: BenchPool>(p: &Params, a: &Args, rows: &mut Vec<Row>) {
     let step = |w: &str| eprintln!("[{}] {} ...", P::NAME, w);
     step("warm-up");
     warmup::<P>();
+    // Each measurement between two readings of where the vCPUs sit
+    // (`line_transfer_ns`), so a run can be told near from far afterwards.
+    let probed = |w: &str, rows: &mut Vec<Row>, measure: &dyn Fn(&mut Vec<Row>)| {
+        rows.push(row(
+            P::NAME,
+            w,
+            "line xfer before",
+            "ns",
+            line_transfer_ns(),
+        ));
+        measure(rows);
+        rows.push(row(P::NAME, w, "line xfer after", "ns", line_transfer_ns()));
+    };
     if a.wants("W1") || a.wants("W2") {
         step("W1/W2 time");
         w1_w2::<P>(p, rows);
@@ -488,19 +506,19 @@ fn run_all<P: BenchPool>(p: &Params, a: &Args, rows: &mut Vec<Row>) {
     }
     if a.wants("W3") {
         step("W3");
-        w3::<P>(p, rows);
+        probed("W3", rows, &|rows| w3::<P>(p, rows));
     }
     if a.wants("W4") {
         step("W4");
-        w4::<P>(p, a.run, rows);
+        probed("W4", rows, &|rows| w4::<P>(p, a.run, rows));
     }
     if a.wants("W5") {
         step("W5");
-        w5::<P>(p, rows);
+        probed("W5", rows, &|rows| w5::<P>(p, rows));
     }
     if a.wants("W7") {
         step("W7");
-        w7::<P>(p, rows);
+        probed("W7", rows, &|rows| w7::<P>(p, rows));
     }
     if a.wants("W8") {
         step("W8");
