@@ -314,8 +314,9 @@ public final class StpeBench {
             tasks[i] = new FixedRateTask(System.nanoTime(), period, tEnd);
             hs[i] = ex.scheduleAtFixedRate(tasks[i], 0, period, TimeUnit.NANOSECONDS);
         }
-        long wait = tEnd - System.nanoTime();
-        if (wait > 0) LockSupport.parkNanos(wait + 20_000_000L);
+        // parkNanos may return early, for no reason at all (its contract): loop.
+        long until = tEnd + 20_000_000L;
+        for (long left; (left = until - System.nanoTime()) > 0; ) LockSupport.parkNanos(left);
         for (ScheduledFuture<?> h : hs) h.cancel(false);
         teardown(ex); // happens-before: the task fields are read after termination
         long expected = 0, runs = 0, worst = 0;
