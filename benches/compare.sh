@@ -254,6 +254,11 @@ print_targets() {
 } | tee "$OUT/summary.txt"
 echo "wrote $SUMMARY and $OUT/summary.txt" >&2
 
+# ---- the placement-sensitive workloads, split by placement ---------------------
+if command -v python3 >/dev/null 2>&1; then
+    python3 "$ROOT/benches/placement.py" --results "$OUT" | tee "$OUT/placement.txt" | sed -n '/^median by placement/,$p'
+fi
+
 # ---- charts -------------------------------------------------------------------
 if [ "$CHARTS" = 1 ]; then
     if command -v python3 >/dev/null 2>&1; then
