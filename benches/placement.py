@@ -33,12 +33,11 @@ def regime(before, after):
     return "mixed"
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--results", default="target/bench-results")
-    args = ap.parse_args()
+def split(results):
+    """Returns (rows, table): every run's (workload, impl, run, before, after,
+    placement, value), and {(workload, impl): {placement: [values]}}."""
     process = {}
-    placement = os.path.join(args.results, "placement.csv")
+    placement = os.path.join(results, "placement.csv")
     if os.path.exists(placement):
         for r in csv.DictReader(open(placement)):
             try:
@@ -48,7 +47,7 @@ def main():
                 pass
     table = {}  # (workload, impl) -> regime -> [values]
     rows = []
-    for path in sorted(glob.glob(os.path.join(args.results, "runs", "*.csv"))):
+    for path in sorted(glob.glob(os.path.join(results, "runs", "*.csv"))):
         name = os.path.basename(path)[:-4]
         impl, _, run = name.rpartition("-r")
         got = {}
@@ -64,6 +63,14 @@ def main():
             reg = regime(before, after)
             table.setdefault((w, impl), {}).setdefault(reg, []).append(got[(w, metric)])
             rows.append((w, impl, run, before, after, reg, got[(w, metric)]))
+    return rows, table
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", default="target/bench-results")
+    args = ap.parse_args()
+    rows, table = split(args.results)
     print("per run (line transfer ns before -> after the workload; the JDK's are per process):")
     for w, impl, run, b, a, reg, v in sorted(rows):
         print(f"  {w} {impl:22s} r{run:>2s}  {b or 0:6.1f} -> {a or 0:6.1f}  {reg:5s}  {fmt(w, v)}")
