@@ -54,8 +54,11 @@ fn prefetch<E>(items: &[E], from: usize, to: usize) {
     if from >= to {
         return;
     }
-    let start = items.as_ptr().wrapping_add(from).cast::<u8>();
     let bytes = (to - from) * std::mem::size_of::<E>();
+    if bytes == 0 {
+        return; // zero-sized entries: nothing to load
+    }
+    let start = items.as_ptr().wrapping_add(from).cast::<u8>();
     let mut offset = 0;
     while offset < bytes {
         prefetch_line(start.wrapping_add(offset));
@@ -355,6 +358,24 @@ mod tests {
             let drained = heap.drain_sorted(&mut pos);
             assert_eq!(drained, model.into_values().collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn prefetch_accepts_any_range_and_zero_sized_entries() {
+        // A hint has no effect to assert on; what can fail is the arithmetic
+        // (an overflow panics in this debug build).
+        let units = [(); 3];
+        prefetch(&units, 0, 3);
+        let entries = [E {
+            deadline: 1,
+            seq: 1,
+        }; 5];
+        for (from, to) in [(0, 5), (4, 100), (5, 9), (7, 2), (0, 0), (0, usize::MAX)] {
+            prefetch(&entries, from, to);
+        }
+        prefetch::<E>(&[], 0, 21);
+        let heap: IndexedHeap<E> = IndexedHeap::new();
+        heap.prefetch_top();
     }
 
     #[test]
