@@ -118,7 +118,7 @@ echo "impl,run,line_xfer_before_ns,line_xfer_after_ns" >"$PLACEMENT"
 
 run_one() { # impl run
     local impl="$1" r="$2" csv="$OUT/runs/$1-r$2.csv" before after
-    before=$("$BIN" --probe 2>/dev/null || echo NaN)
+    before=$(timeout 10 "$BIN" --probe 2>/dev/null || echo NaN)
     log "run $r/$RUNS: $impl (loadavg $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null), line transfer $before ns)"
     if [ "$impl" = jdk17-stpe ]; then
         java -Xms3g -Xmx3g -cp "$ROOT/target/jdk-bench" StpeBench --run "$r" --csv "$csv" \
@@ -126,7 +126,7 @@ run_one() { # impl run
     else
         "$BIN" --impl "$impl" --run "$r" --csv "$csv" "${ONLY_ARGS[@]}" >"$OUT/runs/$impl-r$r.txt" 2>&1
     fi || { echo "run failed: $impl r$r (see $OUT/runs/$impl-r$r.txt)" >&2; tail -20 "$OUT/runs/$impl-r$r.txt" >&2; exit 1; }
-    after=$("$BIN" --probe 2>/dev/null || echo NaN)
+    after=$(timeout 10 "$BIN" --probe 2>/dev/null || echo NaN)
     echo "$impl,$r,$before,$after" >>"$PLACEMENT"
 }
 
@@ -245,7 +245,7 @@ print_targets() {
     echo
     print_targets
     echo
-    echo "placement (ns for a cache line to move between the two cores; ~40-90 near, ~175 far),"
+    echo "placement (ns for a cache line to move between the two cores; ~30-90 near, ~170+ far),"
     echo "before -> after each run:"
     awk -F, 'NR > 1 { printf "  run %s  %-22s %6s -> %s\n", $2, $1, $3, $4 }' "$PLACEMENT"
     echo
@@ -256,7 +256,8 @@ echo "wrote $SUMMARY and $OUT/summary.txt" >&2
 
 # ---- the placement-sensitive workloads, split by placement ---------------------
 if command -v python3 >/dev/null 2>&1; then
-    python3 "$ROOT/benches/placement.py" --results "$OUT" | tee "$OUT/placement.txt" | sed -n '/^median by placement/,$p'
+    python3 "$ROOT/benches/placement.py" --results "$OUT" >"$OUT/placement.txt" &&
+        sed -n '/^median by placement/,$p' "$OUT/placement.txt" || log "placement split failed"
 fi
 
 # ---- charts -------------------------------------------------------------------

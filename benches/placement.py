@@ -2,9 +2,11 @@
 """Splits compare.sh's per-run results by where the vCPUs sat.
 
 On a shared VM the host moves the vCPUs between placements in which a cache
-line crosses between the two cores in ~40-90 ns ("near") or ~175 ns or more
+line crosses between the two cores in ~30-90 ns ("near") or ~170 ns or more
 ("far"); workloads where two workers take turns on one lock (W3, W5, W7) run
-several times slower in the far one, on every scheduler. This script reads
+markedly slower in the far one, on every scheduler. A run counts as near or
+far only when the readings before and after it agree, which still does not
+prove the placement held in between. This script reads
 target/bench-results/runs/*.csv (the Rust side records the line-transfer time
 before and after W3, W4, W5 and W7) and placement.csv (compare.sh's readings
 before and after every process, the JDK's included) and prints, per workload
@@ -16,6 +18,7 @@ throughout, and the rest.
 import argparse
 import csv
 import glob
+import math
 import os
 import statistics
 
@@ -24,7 +27,7 @@ METRICS = {"W3": "throughput", "W5": "runs/expected", "W7": "throughput"}
 
 
 def regime(before, after):
-    if before is None or after is None:
+    if before is None or after is None or math.isnan(before) or math.isnan(after):
         return "?"
     if before < NEAR_MAX and after < NEAR_MAX:
         return "near"
@@ -52,9 +55,12 @@ def split(results):
         impl, _, run = name.rpartition("-r")
         got = {}
         for r in csv.DictReader(open(path)):
-            got[(r["workload"], r["metric"])] = float(r["value"])
+            try:
+                got[(r["workload"], r["metric"])] = float(r["value"])
+            except ValueError:
+                pass
         for w, metric in METRICS.items():
-            if (w, metric) not in got:
+            if (w, metric) not in got or math.isnan(got[(w, metric)]):
                 continue
             before = got.get((w, "line xfer before"))
             after = got.get((w, "line xfer after"))

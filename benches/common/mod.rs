@@ -487,24 +487,33 @@ pub fn settle_heap() -> isize {
 // Where the vCPUs sit
 // ---------------------------------------------------------------------------
 
-/// How long a cache line takes to move between two cores, in ns: two threads
-/// pass a counter back and forth, and this is the median of five tries of
-/// 20,000 one-way trips (each try gives up after 50 ms). On a shared VM it
-/// tells apart the placements of the vCPUs, which the host switches on its
-/// own: on this project's 2-vCPU machine a line moves in 40-90 ns ("near") or
-/// in 175-180 ns ("far"), and every workload where two workers take turns on
-/// one lock (W3, W5, W7) runs at a fraction of its near speed in the far
-/// placement, on all three schedulers. NaN on a machine with one CPU.
+/// How long a cache line takes to move between two cores, in ns per one-way
+/// trip: two threads pass a counter back and forth, and this is the median of
+/// five tries of 40,000 round trips, the first quarter of each untimed (25-120
+/// ms in all). On a shared VM it tells apart the placements of the vCPUs,
+/// which the host switches on its own: on this project's 2-vCPU machine a
+/// line moves in 30-45 ns ("near") or in 170-200 ns ("far"), and W3, W5 and
+/// W7, where two workers take turns on one lock, run markedly slower in the
+/// far placement on every scheduler. NaN when it cannot tell: one CPU, or a
+/// try that hit its 200 ms limit, or a median over 1 µs a trip (the two
+/// threads were sharing a CPU with something else, which says nothing about
+/// the placement).
 pub fn line_transfer_ns() -> f64 {
     if thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         return f64::NAN;
     }
-    let mut tries: Vec<f64> = (0..5).map(|_| ping_pong(20_000)).collect();
-    tries.sort_by(f64::total_cmp);
-    tries[2]
+    let mut tries: Vec<f64> = (0..5).map(|_| ping_pong(40_000)).collect();
+    tries.sort_by(f64::total_cmp); // NaN sorts last
+    let median = tries[2];
+    if median > 1_000.0 {
+        f64::NAN
+    } else {
+        median
+    }
 }
 
-/// One try of [`line_transfer_ns`]: ns per one-way trip.
+/// One try of [`line_transfer_ns`]: ns per one-way trip, or NaN if the try
+/// did not finish within 50 ms.
 fn ping_pong(rounds: u64) -> f64 {
     use std::sync::atomic::AtomicU64;
     use std::sync::Arc;
@@ -512,14 +521,15 @@ fn ping_pong(rounds: u64) -> f64 {
     struct Ball(AtomicU64);
     let ball = Arc::new(Ball(AtomicU64::new(0)));
     let stop = Arc::new(AtomicBool::new(false));
-    let limit = Duration::from_millis(50);
-    // Waits until the ball holds `want`; false if told to stop meanwhile.
-    fn wait(ball: &AtomicU64, want: u64, stop: &AtomicBool) -> bool {
+    let limit = Duration::from_millis(200);
+    // Spins until the ball holds `want` (no `spin_loop` hint: its pause would
+    // add to what is measured); false if `give_up` says so first (checked
+    // every 1024 spins).
+    fn wait(ball: &AtomicU64, want: u64, mut give_up: impl FnMut() -> bool) -> bool {
         let mut spins = 0u32;
-        // No `spin_loop` hint: its pause would add to what is measured.
         while ball.load(Ordering::Acquire) != want {
             spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 && stop.load(Ordering::Relaxed) {
+            if spins % 1024 == 0 && give_up() {
                 return false;
             }
         }
@@ -529,44 +539,35 @@ fn ping_pong(rounds: u64) -> f64 {
         let (ball, stop) = (Arc::clone(&ball), Arc::clone(&stop));
         thread::spawn(move || {
             for i in 0..rounds {
-                if !wait(&ball.0, 2 * i + 1, &stop) {
+                if !wait(&ball.0, 2 * i + 1, || stop.load(Ordering::Relaxed)) {
                     return;
                 }
                 ball.0.store(2 * i + 2, Ordering::Release);
             }
         })
     };
-    // The first trip waits for the other thread to start: not timed.
-    ball.0.store(1, Ordering::Release);
-    while ball.0.load(Ordering::Acquire) != 2 {
-        if stop.load(Ordering::Relaxed) {
-            break;
+    let finish = |result: f64| {
+        stop.store(true, Ordering::Relaxed);
+        let _ = other.join();
+        result
+    };
+    // The first `warm` round trips are not timed: they wait for the other
+    // thread to start and for its vCPU to wake up, which on a VM can take
+    // milliseconds and would swamp a short try.
+    let warm = rounds / 4;
+    let t0 = Instant::now();
+    let mut start = t0;
+    for i in 0..rounds {
+        if i == warm {
+            start = Instant::now();
         }
-        std::hint::spin_loop();
-    }
-    let start = Instant::now();
-    let mut done = 0;
-    for i in 1..rounds {
         ball.0.store(2 * i + 1, Ordering::Release);
-        let mut spins = 0u32;
-        while ball.0.load(Ordering::Acquire) != 2 * i + 2 {
-            spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 && start.elapsed() > limit {
-                break;
-            }
+        if !wait(&ball.0, 2 * i + 2, || t0.elapsed() > limit) {
+            return finish(f64::NAN);
         }
-        if start.elapsed() > limit {
-            break;
-        }
-        done += 1;
     }
     let elapsed = start.elapsed();
-    stop.store(true, Ordering::Relaxed);
-    let _ = other.join();
-    if done == 0 {
-        return f64::NAN;
-    }
-    elapsed.as_nanos() as f64 / (2 * done) as f64
+    finish(elapsed.as_nanos() as f64 / (2 * (rounds - warm)) as f64)
 }
 
 // ---------------------------------------------------------------------------
