@@ -35,6 +35,7 @@
 //!   (no task is ever queued twice).
 //! - No user code (task bodies, their `Drop`s) runs under the lock.
 
+use crossbeam_utils::CachePadded;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -90,7 +91,10 @@ pub(crate) struct Shared {
     pub(crate) config: Config,
     /// Mirror of `State::run_state` for lock-free reads.
     run_state: AtomicU8,
-    next_seq: AtomicU64,
+    /// On a line of its own: every submission writes it, and the fields
+    /// workers read on every run (the clock, the histogram) must not share
+    /// its line.
+    next_seq: CachePadded<AtomicU64>,
     pub(crate) lateness: LatenessHistogram,
     pub(crate) panicked: AtomicU64,
     /// When the last starvation warning was logged (clock nanos).
@@ -110,7 +114,7 @@ impl Shared {
             clock,
             config,
             run_state: AtomicU8::new(RUNNING),
-            next_seq: AtomicU64::new(0),
+            next_seq: CachePadded::new(AtomicU64::new(0)),
             lateness: LatenessHistogram::new(),
             panicked: AtomicU64::new(0),
             last_starvation_warning: std::sync::atomic::AtomicU64::new(0),
