@@ -201,7 +201,7 @@ def placement_chart(path, results):
               [("W3 near", "W3", "near"), ("W3 far", "W3", "far"),
                ("W7 near", "W7", "near"), ("W7 far", "W7", "far")],
               data, "tasks per second",
-              "near: a cache line crosses\nbetween the cores in 40-90 ns;\nfar: in about 175 ns.\n"
+              "near: a cache line crosses\nbetween the cores in 30-90 ns;\nfar: in 170 ns or more.\n"
               "Runs that stayed in one\nplacement; median, min..max")
 
 
