@@ -113,6 +113,13 @@ impl<E: HeapEntry> IndexedHeap<E> {
         self.items.first()
     }
 
+    /// The second entry's deadline (the earliest after the first's), if
+    /// there are two: a 4-ary heap keeps it among the root's children.
+    pub(crate) fn second_deadline(&self) -> Option<u64> {
+        let children = self.items.get(1..self.items.len().min(1 + ARITY))?;
+        children.iter().map(HeapEntry::deadline).min()
+    }
+
     /// Starts loading the top three levels, which a pop reads first: a
     /// worker calls it as soon as it holds the lock, so the lines another
     /// worker's pop last wrote arrive together instead of one per level.
@@ -282,6 +289,30 @@ mod tests {
     impl Positions<E> for Pos {
         fn set(&mut self, e: &E, index: usize) {
             self.0.insert(e.seq, index);
+        }
+    }
+
+    #[test]
+    fn second_deadline_is_the_second_smallest() {
+        let mut heap = IndexedHeap::new();
+        let mut pos = Pos::default();
+        assert_eq!(heap.second_deadline(), None);
+        let mut x = 7u64;
+        let mut model = Vec::new();
+        for seq in 0..200 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let deadline = (x >> 33) % 50;
+            heap.push(E { deadline, seq }, &mut pos);
+            model.push(deadline);
+            model.sort_unstable();
+            assert_eq!(heap.second_deadline(), model.get(1).copied());
+            if seq % 3 == 0 {
+                let popped = heap.pop(&mut pos).unwrap();
+                assert_eq!(popped.deadline, model.remove(0));
+                assert_eq!(heap.second_deadline(), model.get(1).copied());
+            }
         }
     }
 

@@ -7,8 +7,15 @@
 //! All waiting happens on one mutex and one condvar, with `notify_one` only.
 //!
 //! - At most one waiter, the *leader*, sleeps with a timeout: the head's
-//!   deadline. Every other waiter (a *follower*) sleeps untimed, except for
-//!   its caller's own real-time limit.
+//!   deadline. At most one follower, the *successor*, sleeps with a timeout
+//!   for the second item's deadline, when the state can name it
+//!   ([`Waitable::second_deadline`]; the pool's queue can) and the clock is
+//!   real (a manual clock's waits are untimed; loom has no time). Every other
+//!   waiter (a *follower*) sleeps untimed, except for its caller's own
+//!   real-time limit.
+//! - When the leader leaves with the head, the successor, if its timer
+//!   fires no later than the new head's deadline, becomes the leader where
+//!   it sleeps: nobody is woken (see [`Leader::successor`] for why).
 //! - A push that creates a new, earlier head clears the leader and signals
 //!   one waiter ([`Handoff::new_head`]); whoever wakes becomes leader with the
 //!   shorter timeout. Waiters must accept gaining and losing leadership at
@@ -19,8 +26,9 @@
 //!   responsible for it. So a producer pays for at most one wake-up per
 //!   burst; the takers wake each other in a cascade.
 //! - Every exit from a wait — return with the head, timeout, closed, or a
-//!   panic — goes through [`Handoff`]'s `Drop`, which signals one successor
-//!   when nobody is timing the head (no leader and the queue is not empty)
+//!   panic — goes through [`Handoff`]'s `Drop`, which signals one waiter
+//!   when nobody is timing the head (no leader, no successor to promote,
+//!   and the queue is not empty)
 //!   or when the queue is closed (so closing wakes waiters one by one, each
 //!   waking the next). Java's `finally { if (leader == null && q.peek() != null)
 //!   available.signal(); }`.
@@ -47,8 +55,9 @@
 //! under the same lock and then clears the leader and signals. Removals only
 //! make the head later; the leader's timeout is then early, it wakes,
 //! re-reads and sleeps again. When the leader leaves (for any reason) with
-//! items left, the drop signal hands the role to a follower. `docs/design.md`
-//! walks through each case.
+//! items left, the drop hands the role to the successor if its timer fires
+//! by the new head's deadline, and signals a follower otherwise.
+//! `docs/design.md` walks through each case.
 
 use std::ops::{Deref, DerefMut};
 use std::time::{Duration, Instant};
@@ -66,9 +75,24 @@ pub(crate) struct Leader {
     /// A waiter is spinning outside the lock, watching [`Signal`]'s kick
     /// instead of sleeping on its condvar. At most one at a time.
     spinner: bool,
+    /// The successor: a follower asleep with a timer for the second item,
+    /// and when that timer fires. At most one.
+    ///
+    /// Why: in Java's protocol the leader, leaving with the head, wakes a
+    /// follower to time the next one. On a small machine the woken thread
+    /// is often placed on the waker's CPU and preempts it, so the task just
+    /// taken starts only after the follower has re-armed its timer and gone
+    /// back to sleep (about 12 µs of W4's median lateness on this VM). A
+    /// successor armed in advance takes the role over where it sleeps.
+    successor: Option<(u64, Nanos)>,
     /// How late the leader's timed waits return, to wake that much early.
     latency: WakeLatency,
 }
+
+/// The successor waits only for a second item due at least this far ahead:
+/// one closer is due within the time a sleep and a wake-up take anyway, and
+/// a stream of them (W7) made the timers cost more than they saved.
+const SUCCESSOR_MIN_AHEAD: Nanos = 5_000;
 
 /// How far one timed wake-up moves the estimate of the OS's wake-up delay.
 const STEP: Nanos = 500;
@@ -141,6 +165,19 @@ impl Leader {
     pub(crate) fn is_none(&self) -> bool {
         self.current.is_none()
     }
+
+    /// Nobody leads and the head is due at `head`: makes the successor the
+    /// leader if its timer fires by then (true), so nobody needs waking.
+    fn promote_successor(&mut self, head: Nanos) -> bool {
+        match self.successor {
+            Some((id, wakes_at)) if self.current.is_none() && wakes_at <= head => {
+                self.current = Some(id);
+                self.successor = None;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Lock-protected state that can be waited on.
@@ -149,6 +186,12 @@ pub(crate) trait Waitable {
     fn leader(&mut self) -> &mut Leader;
     /// The head's deadline, due or not.
     fn head_deadline(&self) -> Option<Nanos>;
+    /// A deadline no later than the second item's, if there are two; with
+    /// it, one follower times the second item as the successor. `None`
+    /// (the default) keeps Java's protocol.
+    fn second_deadline(&self) -> Option<Nanos> {
+        None
+    }
     /// True when waiters should stop waiting (queue closed, pool stopping).
     fn is_closed(&self) -> bool;
     /// A waiter that finds nothing queued for this long (real time) stops
@@ -234,6 +277,9 @@ impl<'a, S: Waitable> Handoff<'a, S> {
         let mut may_spin = !self.spin.is_zero() && clock.is_real();
         // loom has no time to learn a wake-up delay from, or to spin to.
         let mut wake_early = may_spin && cfg!(not(loom));
+        // A successor needs a timer that fires: not on a manual clock
+        // (whose waits are untimed), nor under loom (no time at all).
+        let may_succeed = clock.is_real() && cfg!(not(loom));
         // Since when nothing has been queued, for a keep-alive.
         let mut idle_until: Option<Instant> = None;
         loop {
@@ -268,8 +314,10 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 None => false,
                 // A waiter that will give up before the head is due must not
                 // hold the leader role (Java: `nanos < delay || leader != null`).
+                // (A successor may have been made leader while it slept.)
                 Some(deadline) => {
-                    self.guard.leader().is_none()
+                    let leader = self.guard.leader();
+                    (leader.is_none() || leader.current == Some(me))
                         && !(clock.is_real() && limit.is_some_and(|l| l < to_instant(deadline)))
                 }
             };
@@ -319,10 +367,70 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                     leader.current = None;
                 }
             } else {
-                clock.wait(&self.available.cv, &mut self.guard, None, limit);
+                let wakes_at = match may_succeed {
+                    true => self.successor_target(head, now, wake_early, me),
+                    false => None,
+                };
+                let timed_out = clock.wait(&self.available.cv, &mut self.guard, wakes_at, limit);
                 self.guard.woke();
+                let leader = self.guard.leader();
+                if leader.successor.is_some_and(|(id, _)| id == me) {
+                    leader.successor = None;
+                }
+                if let (true, Some(target)) = (timed_out, wakes_at) {
+                    if wake_early {
+                        let now = clock.now();
+                        leader.latency.record(now.saturating_sub(target));
+                        // Made leader while asleep and woken early: spin
+                        // to the head as the leader does.
+                        let head = self.guard.head_deadline();
+                        let leader = self.guard.leader();
+                        if let (true, false, Some(head)) =
+                            (leader.current == Some(me), leader.spinner, head)
+                        {
+                            if now < head {
+                                self.spin_outside_lock(to_instant(head));
+                            }
+                        }
+                    }
+                }
+                let leader = self.guard.leader();
+                if leader.current == Some(me) {
+                    leader.current = None;
+                }
             }
         }
+    }
+
+    /// A follower about to sleep: registers it as the successor and returns
+    /// when its timer should fire, if a leader times the head, nobody else
+    /// is successor, and there is a second item at least
+    /// [`SUCCESSOR_MIN_AHEAD`] away (its deadline, minus the leader's early
+    /// wake where that is used).
+    fn successor_target(
+        &mut self,
+        head: Option<Nanos>,
+        now: Nanos,
+        wake_early: bool,
+        me: u64,
+    ) -> Option<Nanos> {
+        head?;
+        let second = self.guard.second_deadline()?;
+        let leader = self.guard.leader();
+        if leader.is_none()
+            || leader.successor.is_some()
+            || second.saturating_sub(now) < SUCCESSOR_MIN_AHEAD
+        {
+            return None;
+        }
+        let early = if wake_early { leader.latency.early } else { 0 };
+        let target = if second.saturating_sub(now) > early {
+            second - early
+        } else {
+            second
+        };
+        leader.successor = Some((me, target));
+        Some(target)
     }
 
     /// Spins, with the lock released, until a signal kicks this waiter or
@@ -360,8 +468,13 @@ impl<S: Waitable> DerefMut for Handoff<'_, S> {
 impl<S: Waitable> Drop for Handoff<'_, S> {
     fn drop(&mut self) {
         let state = &mut *self.guard;
-        let untimed_work =
-            self.taker && state.leader().is_none() && state.head_deadline().is_some();
+        // (The head is read only by a taker that left nobody leading: a
+        // submitter's critical section does not touch the heap's top.)
+        let untimed_work = self.taker
+            && state.leader().is_none()
+            && state
+                .head_deadline()
+                .is_some_and(|head| !state.leader().promote_successor(head));
         // A removal emptied the queue under a leader that still times the
         // old head: with a keep-alive, that waiter must start counting it.
         let emptied = !self.taker
@@ -373,3 +486,7 @@ impl<S: Waitable> Drop for Handoff<'_, S> {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "leader_tests.rs"]
+mod tests;

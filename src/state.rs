@@ -68,6 +68,9 @@ impl Waitable for State {
     fn head_deadline(&self) -> Option<Nanos> {
         self.queue.peek_deadline()
     }
+    fn second_deadline(&self) -> Option<Nanos> {
+        self.queue.second_deadline()
+    }
     /// Workers stop waiting once the pool is stopping, or shut down with
     /// nothing left to run (Java's `getTask` returning null).
     fn is_closed(&self) -> bool {

@@ -151,6 +151,23 @@ impl WorkQueue {
         }
     }
 
+    /// A deadline no later than the second task's (the earliest after the
+    /// first), if two entries are queued. It is exact unless the lane holds
+    /// a removed entry, whose deadline is no later than the live ones
+    /// behind it (the lane is sorted), so the bound still holds.
+    pub(crate) fn second_deadline(&self) -> Option<Nanos> {
+        // The first two of the union are among the lane's first two and
+        // the heap's first two.
+        let mut candidates = [
+            self.lane.front().map(|e| e.deadline),
+            self.lane.get(1).map(|e| e.deadline),
+            self.heap.peek().map(|e| e.deadline),
+            self.heap.second_deadline(),
+        ];
+        candidates.sort_unstable_by_key(|d| d.unwrap_or(Nanos::MAX));
+        candidates[1]
+    }
+
     /// Queues `task` at its header's deadline; true if it became the first.
     /// A task due at `now` goes to the lane.
     pub(crate) fn push(&mut self, task: TaskPtr, now: Nanos) -> bool {
@@ -291,6 +308,34 @@ mod tests {
             .collect();
         assert_eq!(order, vec![(90, 0), (100, 2), (100, 3), (120, 4), (150, 1)]);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn second_deadline_bounds_the_second_task() {
+        let mut q = WorkQueue::new();
+        let now = 100;
+        assert_eq!(q.second_deadline(), None);
+        q.push(task(1, 150), now);
+        assert_eq!(q.second_deadline(), None, "one task");
+        q.push(task(2, 140), now);
+        assert_eq!(q.second_deadline(), Some(150), "both in the heap");
+        q.push(task(3, 100), now); // lane
+        assert_eq!(q.second_deadline(), Some(140), "lane first, heap second");
+        q.push(task(4, 100), now); // lane
+        assert_eq!(q.second_deadline(), Some(100), "both in the lane");
+        // A removed lane entry may stand in for the live one behind it: a
+        // bound, never later than the truth.
+        let t = task(5, 100);
+        q.push(t.clone(), now);
+        q.pop();
+        assert!(q.remove(t.header(), t.as_ptr()).is_none());
+        assert_eq!(q.second_deadline(), Some(100));
+        q.pop();
+        assert_eq!(
+            q.second_deadline(),
+            Some(150),
+            "the marked entry was discarded"
+        );
     }
 
     #[test]

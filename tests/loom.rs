@@ -12,7 +12,10 @@
 //! loom does not model time: a timed wait is an untimed wait that never
 //! times out (see `src/sync.rs`). So every model makes progress only through
 //! signals: deadlines already past, or a `ManualClock` that is advanced. A
-//! lost wake-up therefore shows up as a loom deadlock. Every pool model shuts
+//! lost wake-up therefore shows up as a loom deadlock. The pool's successor
+//! (a follower that times the second task, `docs/design.md` rule 5) exists
+//! only for a timer that fires, so it is off here and checked on the real
+//! clock in `src/leader_tests.rs`. Every pool model shuts
 //! its pool down and waits for termination, so all worker threads (loom
 //! threads) exit. No model uses a core-0 pool (its keep-alive is a timed wait).
 //! Each model has at most 4 threads, workers included.
