@@ -233,7 +233,8 @@ pub(crate) enum Wake {
     TimedOut,
 }
 
-/// A held lock on a [`Waitable`] state that signals a successor when dropped.
+/// A held lock on a [`Waitable`] state that, when dropped, hands the timing
+/// of the head on (promotes the successor or signals a follower).
 pub(crate) struct Handoff<'a, S: Waitable> {
     guard: MutexGuard<'a, S>,
     available: &'a Signal,
@@ -314,10 +315,8 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 None => false,
                 // A waiter that will give up before the head is due must not
                 // hold the leader role (Java: `nanos < delay || leader != null`).
-                // (A successor may have been made leader while it slept.)
                 Some(deadline) => {
-                    let leader = self.guard.leader();
-                    (leader.is_none() || leader.current == Some(me))
+                    self.guard.leader().is_none()
                         && !(clock.is_real() && limit.is_some_and(|l| l < to_instant(deadline)))
                 }
             };
@@ -382,14 +381,15 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                         let now = clock.now();
                         leader.latency.record(now.saturating_sub(target));
                         // Made leader while asleep and woken early: spin
-                        // to the head as the leader does.
+                        // to the head as the leader does (or, if someone
+                        // else spins, wait exactly from now on).
                         let head = self.guard.head_deadline();
                         let leader = self.guard.leader();
-                        if let (true, false, Some(head)) =
-                            (leader.current == Some(me), leader.spinner, head)
-                        {
-                            if now < head {
+                        if let (true, Some(head)) = (leader.current == Some(me), head) {
+                            if now < head && !leader.spinner {
                                 self.spin_outside_lock(to_instant(head));
+                            } else if now < head {
+                                wake_early = false;
                             }
                         }
                     }

@@ -16,8 +16,8 @@ struct Deadlines {
     leader: Leader,
     /// Sorted; the first is the head.
     items: Vec<Nanos>,
-    /// Sleeps that ended, per waiter name.
-    wakes: Vec<&'static str>,
+    /// Sleeps that ended: the waiter's name and when.
+    wakes: Vec<(&'static str, Nanos)>,
 }
 
 thread_local! {
@@ -38,7 +38,7 @@ impl Waitable for Deadlines {
         false
     }
     fn woke(&mut self) {
-        self.wakes.push(NAME.with(|n| n.get()));
+        self.wakes.push((NAME.with(|n| n.get()), Clock::Real.now()));
     }
 }
 
@@ -51,7 +51,7 @@ const MS: Nanos = 1_000_000;
 
 /// A waiter named `name`: waits for the head, takes it, and returns the
 /// deadline it took, when, and who led right after it left.
-fn taker(shared: &Arc<Shared>, name: &'static str) -> thread::JoinHandle<(Nanos, Nanos, bool)> {
+fn taker(shared: &Arc<Shared>, name: &'static str) -> Taker {
     let shared = Arc::clone(shared);
     thread::spawn(move || {
         NAME.with(|n| n.set(name));
@@ -82,9 +82,14 @@ fn until(shared: &Shared, ready: impl Fn(&Deadlines) -> bool) {
     panic!("the waiters did not go to sleep in 2 s");
 }
 
-fn setup(items: &[Nanos]) -> Arc<Shared> {
+type Taker = thread::JoinHandle<(Nanos, Nanos, bool)>;
+
+fn shared(items: &[Nanos], early: Nanos) -> Arc<Shared> {
+    let mut leader = Leader::default();
+    leader.latency.early = early;
     Arc::new(Shared {
         state: Mutex::new(Deadlines {
+            leader,
             items: items.to_vec(),
             ..Deadlines::default()
         }),
@@ -92,15 +97,33 @@ fn setup(items: &[Nanos]) -> Arc<Shared> {
     })
 }
 
-#[test]
-fn the_successor_leads_without_being_woken() {
-    let now = Clock::Real.now();
-    let (d1, d2) = (now + 600 * MS, now + 900 * MS);
-    let shared = setup(&[d1, d2]);
+/// Two waiters on `items`: `a` asleep as the leader, then `b` asleep as
+/// the successor. Both wake `early` before their deadlines.
+fn leader_and_successor(items: &[Nanos], early: Nanos) -> (Arc<Shared>, Taker, Taker) {
+    let shared = shared(items, early);
     let a = taker(&shared, "a");
     until(&shared, |s| !s.leader.is_none());
     let b = taker(&shared, "b");
     until(&shared, |s| s.leader.successor.is_some());
+    (shared, a, b)
+}
+
+/// How many of `name`'s sleeps ended.
+fn wakes_of(shared: &Shared, name: &str) -> Vec<Nanos> {
+    let state = shared.state.lock();
+    state
+        .wakes
+        .iter()
+        .filter(|w| w.0 == name)
+        .map(|w| w.1)
+        .collect()
+}
+
+#[test]
+fn the_successor_leads_without_being_woken() {
+    let now = Clock::Real.now();
+    let (d1, d2) = (now + 600 * MS, now + 900 * MS);
+    let (shared, a, b) = leader_and_successor(&[d1, d2], 0);
 
     let (took_a, at_a, led_after_a) = a.join().unwrap();
     let (took_b, at_b, _) = b.join().unwrap();
@@ -109,19 +132,34 @@ fn the_successor_leads_without_being_woken() {
     assert!(led_after_a, "the successor leads once the leader left");
     // b slept once: as successor, made leader in its sleep, woken by its
     // own timer. A wake-up from a leaves a second sleep.
-    let wakes = shared.state.lock().wakes.clone();
-    assert_eq!(wakes.iter().filter(|&&w| w == "b").count(), 1, "{wakes:?}");
+    assert_eq!(wakes_of(&shared, "b").len(), 1);
+}
+
+#[test]
+fn a_successor_made_leader_and_woken_early_spins_to_the_head() {
+    // Both wake 20 ms early (a learned wake-up delay, exaggerated so the
+    // early wake is unmistakable) and must spin the rest, never run early.
+    let early = 20 * MS;
+    let now = Clock::Real.now();
+    let (d1, d2) = (now + 600 * MS, now + 900 * MS);
+    let (shared, a, b) = leader_and_successor(&[d1, d2], early);
+
+    let (_, at_a, _) = a.join().unwrap();
+    let (took_b, at_b, _) = b.join().unwrap();
+    assert_eq!(took_b, d2);
+    assert!(at_a >= d1 && at_b >= d2, "never early");
+    // One sleep, ended by its timer about 20 ms before d2; the rest was a
+    // spin. Without the spin b would sleep again as leader: two wakes.
+    let wakes = wakes_of(&shared, "b");
+    assert_eq!(wakes.len(), 1, "{wakes:?}");
+    assert!(wakes[0] < d2, "woke {} ms after d2", (wakes[0] - d2) / MS);
 }
 
 #[test]
 fn a_successor_timed_too_late_is_woken_instead() {
     let now = Clock::Real.now();
     let (d1, d2) = (now + 600 * MS, now + 1_000 * MS);
-    let shared = setup(&[d1, d2]);
-    let a = taker(&shared, "a");
-    until(&shared, |s| !s.leader.is_none());
-    let b = taker(&shared, "b");
-    until(&shared, |s| s.leader.successor.is_some());
+    let (shared, a, b) = leader_and_successor(&[d1, d2], 0);
     // A new second item, earlier than the successor's timer; not a new
     // head, so nobody is signalled now (Java's `offer`).
     let between = now + 700 * MS;
