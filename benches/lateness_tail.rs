@@ -1,8 +1,10 @@
 //! Where W4's lateness tail comes from: 10,000 tasks with delays uniform in
 //! [0, 1 s) on 1 and on 2 worker threads, schedpool against the
-//! `scheduled-thread-pool` crate. The main thread only sleeps while they run.
+//! `scheduled-thread-pool` crate; then the same deadlines as items of a
+//! `DelayQueue` taken by 1 and 2 consumer threads (lateness = when `take`
+//! returned − deadline). The main thread only sleeps while they run.
 //!
-//! `cargo bench --bench lateness_tail` (about 15 s)
+//! `cargo bench --bench lateness_tail` (about 20 s)
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -72,4 +74,42 @@ fn main() {
         }
         report("scheduled-thread-pool", threads, &wait_all(&samples));
     }
+    for takers in [1, 2] {
+        report("DelayQueue takers", takers, &delay_queue(&delays, takers));
+    }
+}
+
+/// The deadlines as `DelayQueue` items, taken by `takers` threads; the
+/// sorted lateness of each `take` in microseconds.
+fn delay_queue(delays: &[Duration], takers: usize) -> Vec<u64> {
+    use schedpool::{DelayItem, DelayQueue, Delayed};
+    let queue: Arc<DelayQueue<DelayItem<()>>> = Arc::new(DelayQueue::new());
+    let threads: Vec<_> = (0..takers)
+        .map(|_| {
+            let queue = queue.clone();
+            std::thread::spawn(move || {
+                let mut late = Vec::with_capacity(N);
+                while let Some(item) = queue.take() {
+                    let now = Instant::now();
+                    late.push(now.saturating_duration_since(item.deadline()).as_micros() as u64);
+                }
+                late
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    for &d in delays {
+        queue.put(DelayItem::at((), start + d));
+    }
+    while !queue.is_empty() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    queue.close(); // the takers return once it is empty
+    let mut v: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    assert_eq!(v.len(), N);
+    v.sort_unstable();
+    v
 }

@@ -134,6 +134,9 @@ impl<T> Waitable for State<T> {
     fn head_deadline(&self) -> Option<Nanos> {
         self.heap.peek().map(|e| e.deadline)
     }
+    fn second_deadline(&self) -> Option<Nanos> {
+        self.heap.second_deadline()
+    }
     fn is_closed(&self) -> bool {
         self.closed
     }

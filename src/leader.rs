@@ -9,7 +9,7 @@
 //! - At most one waiter, the *leader*, sleeps with a timeout: the head's
 //!   deadline. At most one follower, the *successor*, sleeps with a timeout
 //!   for the second item's deadline, when the state can name it
-//!   ([`Waitable::second_deadline`]; the pool's queue can) and the clock is
+//!   ([`Waitable::second_deadline`]; both queues can) and the clock is
 //!   real (a manual clock's waits are untimed; loom has no time). Every other
 //!   waiter (a *follower*) sleeps untimed, except for its caller's own
 //!   real-time limit.
@@ -367,7 +367,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 }
             } else {
                 let wakes_at = match may_succeed {
-                    true => self.successor_target(head, now, wake_early, me),
+                    true => self.successor_target(head, now, wake_early, limit, me),
                     false => None,
                 };
                 let timed_out = clock.wait(&self.available.cv, &mut self.guard, wakes_at, limit);
@@ -404,22 +404,26 @@ impl<'a, S: Waitable> Handoff<'a, S> {
 
     /// A follower about to sleep: registers it as the successor and returns
     /// when its timer should fire, if a leader times the head, nobody else
-    /// is successor, and there is a second item at least
-    /// [`SUCCESSOR_MIN_AHEAD`] away (its deadline, minus the leader's early
-    /// wake where that is used).
+    /// is successor, there is a second item at least [`SUCCESSOR_MIN_AHEAD`]
+    /// away, and the caller's limit is not earlier (its deadline, minus the
+    /// leader's early wake where that is used).
     fn successor_target(
         &mut self,
         head: Option<Nanos>,
         now: Nanos,
         wake_early: bool,
+        limit: Option<Instant>,
         me: u64,
     ) -> Option<Nanos> {
         head?;
         let second = self.guard.second_deadline()?;
         let leader = self.guard.leader();
+        // (A caller that gives up before the second item is due would
+        // leave the role it was given: Java's rule for the leader.)
         if leader.is_none()
             || leader.successor.is_some()
             || second.saturating_sub(now) < SUCCESSOR_MIN_AHEAD
+            || limit.is_some_and(|l| l < to_instant(second))
         {
             return None;
         }
