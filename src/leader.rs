@@ -376,22 +376,20 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 if leader.successor.is_some_and(|(id, _)| id == me) {
                     leader.successor = None;
                 }
-                if let (true, Some(target)) = (timed_out, wakes_at) {
-                    if wake_early {
-                        let now = clock.now();
-                        leader.latency.record(now.saturating_sub(target));
-                        // Made leader while asleep and woken early: spin
-                        // to the head as the leader does (or, if someone
-                        // else spins, wait exactly from now on).
-                        let head = self.guard.head_deadline();
-                        let leader = self.guard.leader();
-                        if let (true, Some(head)) = (leader.current == Some(me), head) {
-                            if now < head && !leader.spinner {
-                                self.spin_outside_lock(to_instant(head));
-                            } else if now < head {
-                                wake_early = false;
-                            }
+                if let (true, true, Some(target)) = (timed_out, wake_early, wakes_at) {
+                    let now = clock.now();
+                    leader.latency.record(now.saturating_sub(target));
+                    // Made leader while asleep and woken early: spin to the
+                    // head as the leader does (or, if someone else spins,
+                    // wait exactly from now on).
+                    let head = self.guard.head_deadline().filter(|&head| now < head);
+                    let leader = self.guard.leader();
+                    match head {
+                        Some(head) if leader.current == Some(me) && !leader.spinner => {
+                            self.spin_outside_lock(to_instant(head));
                         }
+                        Some(_) if leader.current == Some(me) => wake_early = false,
+                        _ => {}
                     }
                 }
                 let leader = self.guard.leader();
