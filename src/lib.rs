@@ -106,6 +106,7 @@ mod once;
 mod periodic;
 mod periodic_task;
 mod pool;
+mod ready;
 mod shared;
 mod slots;
 mod state;

@@ -347,7 +347,9 @@ impl ScheduledThreadPool {
 
     /// Tasks running right now.
     pub fn active_count(&self) -> usize {
-        self.shared().lock().active
+        let shared = self.shared();
+        let state = shared.lock();
+        state.active + shared.ready.taken()
     }
 
     /// Runs finished so far: every run of a periodic task counts, and so do

@@ -44,6 +44,7 @@ use crate::error::Rejected;
 use crate::hooks::Hooks;
 use crate::inbox::Inbox;
 use crate::leader::{Handoff, Signal};
+use crate::ready::Ready;
 pub(crate) use crate::state::State;
 use crate::stats::LatenessHistogram;
 use crate::sync::{wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
@@ -81,6 +82,9 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Submissions that need not wake anyone skip `state`'s lock.
     inbox: Arc<Inbox>,
+    /// Due one-shot tasks workers take without `state`'s lock (also part
+    /// of the state's work queue: see [`crate::ready`]).
+    pub(crate) ready: Arc<Ready>,
     /// Leader/follower signalling of the work queue (notify_one only).
     available: Signal,
     /// The termination latch (`await_termination`).
@@ -105,9 +109,11 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(config: Config, clock: Clock) -> Arc<Shared> {
         let inbox = Arc::new(Inbox::new(config.core_threads));
+        let ready = Arc::new(Ready::new());
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::new(&config, Arc::clone(&inbox))),
+            state: Mutex::new(State::new(&config, Arc::clone(&inbox), Arc::clone(&ready))),
             inbox,
+            ready,
             available: Signal::new(),
             terminated: Condvar::new(),
             idle: Condvar::new(),
@@ -420,7 +426,7 @@ impl Shared {
             s.absorb();
             let now = self.clock.now();
             let due = s.queue.peek_deadline().is_some_and(|d| d <= now);
-            s.active == 0 && (!due || s.run_state >= STOP)
+            s.active == 0 && self.ready.taken() == 0 && (!due || s.run_state >= STOP)
         });
         state.idle_waiters -= 1;
         idle

@@ -23,6 +23,7 @@ use std::time::Duration;
 use crate::clock::Nanos;
 use crate::inbox::{Inbox, Incoming};
 use crate::leader::{Leader, Waitable};
+use crate::ready::Ready;
 use crate::shared::{Config, RUNNING, SHUTDOWN, STOP};
 use crate::task_ptr::TaskPtr;
 use crate::work_queue::WorkQueue;
@@ -97,9 +98,9 @@ impl Waitable for State {
 }
 
 impl State {
-    pub(crate) fn new(config: &Config, inbox: Arc<Inbox>) -> Self {
+    pub(crate) fn new(config: &Config, inbox: Arc<Inbox>, ready: Arc<Ready>) -> Self {
         State {
-            queue: WorkQueue::new(),
+            queue: WorkQueue::with_ready(ready),
             leader: Leader::default(),
             run_state: RUNNING,
             workers: 0,

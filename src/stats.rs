@@ -178,7 +178,8 @@ impl Shared {
     pub(crate) fn stats(&self) -> PoolStats {
         let (queued, active, workers, accepted, completed) = {
             let s = self.lock();
-            (s.queue.len(), s.active, s.workers, s.accepted, s.completed)
+            let active = s.active + self.ready.taken();
+            (s.queue.len(), active, s.workers, s.accepted, s.completed)
         };
         PoolStats {
             queued,

@@ -65,6 +65,8 @@ const BODY_TAKEN: u8 = 0b100_0000;
 const LANE_MARK: u32 = u32::MAX - 1;
 /// How [`crate::work_queue::LANE_REMOVED`] is stored.
 const LANE_REMOVED_MARK: u32 = u32::MAX - 2;
+/// [`crate::ready::IN_READY`] as stored.
+const READY_MARK: u32 = u32::MAX - 3;
 
 /// What kind of task this is (the `kind` field of the `task` span).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,12 +190,15 @@ impl Header {
     }
 
     /// Position in the pool's heap, or [`NOT_QUEUED`]. Meaningful only
-    /// under the pool lock (where it is written).
+    /// under the pool lock (where it is written; a worker's take from the
+    /// ready batch resets [`crate::ready::IN_READY`] under that batch's
+    /// lock, which a reader that sees the mark then takes).
     pub(crate) fn heap_index(&self) -> usize {
         match self.heap_index.load(Ordering::Relaxed) {
             u32::MAX => NOT_QUEUED,
             LANE_MARK => crate::work_queue::IN_LANE,
             LANE_REMOVED_MARK => crate::work_queue::LANE_REMOVED,
+            READY_MARK => crate::ready::IN_READY,
             index => index as usize,
         }
     }
@@ -203,6 +208,7 @@ impl Header {
         let index = match index {
             crate::work_queue::IN_LANE => LANE_MARK,
             crate::work_queue::LANE_REMOVED => LANE_REMOVED_MARK,
+            crate::ready::IN_READY => READY_MARK,
             index => u32::try_from(index).unwrap_or(u32::MAX),
         };
         self.heap_index.store(index, Ordering::Relaxed);

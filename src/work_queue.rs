@@ -26,12 +26,24 @@
 //!   requeue the task later, take it out by a linear search of the lane
 //!   ([`WorkQueue::remove_anywhere`]): a stale entry there could run the
 //!   task twice.
+//! - In front of both sits the ready batch ([`crate::ready`]): due one-shot
+//!   tasks a worker moved out in one critical section, which workers take
+//!   without this lock. They still count as queued, and every operation here
+//!   sees them; the head and the length read its `len` hint, which may be
+//!   high but never low (see there). The batch stays the queue's front: a
+//!   push that sorts before its last task (a periodic task's catch-up run,
+//!   a trigger, a submitter that read the clock before the fill) first moves
+//!   the batch back to the heap. Pushes decide "new head" by the heap and
+//!   the lane alone: the worker that filled the batch takes it empty before
+//!   it waits, so whoever times the head must time theirs.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::clock::Nanos;
 use crate::heap::{HeapEntry, IndexedHeap, Positions, NOT_QUEUED};
-use crate::task::Header;
+use crate::ready::{Ready, IN_READY};
+use crate::task::{Header, Kind};
 use crate::task_ptr::TaskPtr;
 
 /// The heap index recorded for a task in the lane.
@@ -87,6 +99,16 @@ pub(crate) struct WorkQueue {
     lane: VecDeque<Entry>,
     /// Lane entries marked [`LANE_REMOVED`], not yet discarded.
     removed_in_lane: usize,
+    /// The ready batch, shared with the workers' lock-free takes.
+    ready: Arc<Ready>,
+    /// Where a fill collects the batch (kept for its capacity: no
+    /// allocation per fill).
+    fill_buf: Vec<Entry>,
+    /// The key of the last task the ready batch was filled with, until the
+    /// batch is moved back: a push that sorts before it moves it back.
+    /// (Workers' lock-free takes leave it set; a later push then moves an
+    /// empty batch back, which costs one lock.)
+    ready_last: Option<(Nanos, u64)>,
 }
 
 /// Is `task` the task behind `entry`? (Data pointers; vtables may differ.)
@@ -95,16 +117,27 @@ pub(crate) fn is_task(entry: &Entry, task: *const u8) -> bool {
 }
 
 impl WorkQueue {
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn new() -> Self {
+        Self::with_ready(Arc::new(Ready::new()))
+    }
+
+    /// A queue whose ready batch is `ready` (which the pool's workers take
+    /// from without the lock).
+    pub(crate) fn with_ready(ready: Arc<Ready>) -> Self {
         WorkQueue {
             heap: IndexedHeap::new(),
             lane: VecDeque::new(),
             removed_in_lane: 0,
+            ready,
+            fill_buf: Vec::new(),
+            ready_last: None,
         }
     }
 
+    /// Queued tasks, the ready batch included (its hint: see the invariants).
     pub(crate) fn len(&self) -> usize {
-        self.heap.len() + self.lane.len() - self.removed_in_lane
+        self.heap.len() + self.lane.len() - self.removed_in_lane + self.ready.hint_len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -143,8 +176,17 @@ impl WorkQueue {
         }
     }
 
-    /// The first task's deadline, due or not.
+    /// The first task's deadline, due or not. With the ready batch
+    /// non-empty, 0: its tasks were due when they were moved there.
     pub(crate) fn peek_deadline(&self) -> Option<Nanos> {
+        if self.ready.hint_len() > 0 {
+            return Some(0);
+        }
+        self.queued_deadline()
+    }
+
+    /// The first deadline in the heap and the lane.
+    fn queued_deadline(&self) -> Option<Nanos> {
         match self.lane_first()? {
             true => self.lane.front().map(|e| e.deadline),
             false => self.heap.peek().map(|e| e.deadline),
@@ -156,6 +198,10 @@ impl WorkQueue {
     /// a removed entry, whose deadline is no later than the live ones
     /// behind it (the lane is sorted), so the bound still holds.
     pub(crate) fn second_deadline(&self) -> Option<Nanos> {
+        if self.ready.hint_len() > 0 {
+            // A due task is first: 0 bounds whatever comes second.
+            return (self.len() > 1).then_some(0);
+        }
         // The first two of the union are among the lane's first two and
         // the heap's first two.
         let mut candidates = [
@@ -173,6 +219,11 @@ impl WorkQueue {
     pub(crate) fn push(&mut self, task: TaskPtr, now: Nanos) -> bool {
         let header = task.header();
         let deadline = header.deadline();
+        if let Some(last) = self.ready_last {
+            if (deadline, header.seq()) < last {
+                self.unready();
+            }
+        }
         let fits_lane = deadline <= now
             && self.lane.back().is_none_or(|back| {
                 // The back's sequence number only on a tie (one fewer
@@ -199,8 +250,81 @@ impl WorkQueue {
         self.heap.prefetch_top();
     }
 
-    /// Removes and returns the first task.
+    /// Removes and returns the first task, the ready batch's first.
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn pop(&mut self) -> Option<Entry> {
+        if self.ready.hint_len() > 0 {
+            if let Some(entry) = self.ready.pop() {
+                entry.task.header().set_heap_index(NOT_QUEUED);
+                return Some(entry);
+            }
+        }
+        self.pop_queued()
+    }
+
+    /// Removes and returns the first task if it is due at `now`. `None`
+    /// when the ready batch's hint was high and the next task is not due.
+    pub(crate) fn pop_due(&mut self, now: Nanos) -> Option<Entry> {
+        if self.ready.hint_len() > 0 {
+            if let Some(entry) = self.ready.pop() {
+                entry.task.header().set_heap_index(NOT_QUEUED);
+                return Some(entry);
+            }
+        }
+        if self.queued_deadline()? > now {
+            return None;
+        }
+        self.pop_queued()
+    }
+
+    /// Moves due one-shot tasks from the front of the heap and the lane to
+    /// the ready batch until it holds `max`; stops at the first task that is
+    /// not due, not a plain one-shot, or not `SCHEDULED` (a cancelled task
+    /// kept in the queue: the worker that pops it counts it).
+    pub(crate) fn fill_ready(&mut self, now: Nanos, max: usize) {
+        let room = max.saturating_sub(self.ready.hint_len());
+        if room == 0 || self.queued_deadline().is_none_or(|d| d > now) {
+            return; // the common case away from a burst: one peek
+        }
+        let mut batch = std::mem::take(&mut self.fill_buf);
+        while batch.len() < room {
+            let Some(first) = self.front() else { break };
+            let header = first.task.header();
+            if first.deadline > now || header.kind() != Kind::Once || !header.is_scheduled() {
+                break;
+            }
+            let entry = self.pop_queued().expect("a front");
+            entry.task.header().set_heap_index(IN_READY);
+            self.ready_last = Some(entry.key());
+            batch.push(entry);
+        }
+        self.ready.extend(batch.drain(..));
+        self.fill_buf = batch;
+    }
+
+    /// Moves the ready batch back to the heap (see the invariants): what a
+    /// worker did not take yet sorts by its key again.
+    #[cold]
+    fn unready(&mut self) {
+        self.ready_last = None;
+        let mut batch = std::mem::take(&mut self.fill_buf);
+        self.ready.drain_into(&mut batch);
+        for entry in batch.drain(..) {
+            self.heap.push(entry, &mut InTask);
+        }
+        self.fill_buf = batch;
+    }
+
+    /// The first entry of the heap and the lane.
+    fn front(&self) -> Option<&Entry> {
+        match self.lane_first()? {
+            true => self.lane.front(),
+            false => self.heap.peek(),
+        }
+    }
+
+    /// Removes and returns the first task of the heap and the lane.
+    fn pop_queued(&mut self) -> Option<Entry> {
         let entry = match self.lane_first()? {
             true => self.lane.pop_front()?,
             false => self.heap.pop(&mut InTask)?,
@@ -219,6 +343,11 @@ impl WorkQueue {
             self.removed_in_lane += 1;
             self.discard_removed_front();
             return None;
+        }
+        if index == IN_READY {
+            let entry = self.ready.remove(task)?;
+            header.set_heap_index(NOT_QUEUED);
+            return Some(entry);
         }
         if index == NOT_QUEUED || index == LANE_REMOVED {
             return None;
@@ -248,7 +377,12 @@ impl WorkQueue {
 
     /// Keeps the tasks for which `keep` is true; returns the others.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Entry) -> bool) -> Vec<Entry> {
-        let mut removed = self.heap.retain(&mut keep, &mut InTask);
+        let mut removed = Vec::new();
+        self.ready.retain(&mut keep, &mut removed);
+        for entry in &removed {
+            entry.task.header().set_heap_index(NOT_QUEUED);
+        }
+        removed.extend(self.heap.retain(&mut keep, &mut InTask));
         let lane = std::mem::take(&mut self.lane);
         self.removed_in_lane = 0;
         for entry in lane {
@@ -267,11 +401,21 @@ impl WorkQueue {
     /// Removes every task, in queue order.
     pub(crate) fn drain(&mut self) -> Vec<Entry> {
         let mut out = Vec::with_capacity(self.len());
-        while let Some(entry) = self.pop() {
+        self.ready.drain_into(&mut out);
+        while let Some(entry) = self.pop_queued() {
             out.push(entry);
         }
-        *self = WorkQueue::new();
+        for entry in &out {
+            entry.task.header().set_heap_index(NOT_QUEUED);
+        }
+        self.ready_last = None;
+        *self = WorkQueue::with_ready(Arc::clone(&self.ready));
         out
+    }
+
+    /// For `crate::internals`: the ready batch's keys and marks.
+    pub(crate) fn ready_snapshot(&self) -> Vec<((Nanos, u64), usize)> {
+        self.ready.snapshot()
     }
 
     /// For `crate::internals`: the heap entries in array order, and the lane.
@@ -284,84 +428,5 @@ impl WorkQueue {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::once::OnceTask;
-    use crate::task::{Header, Kind};
-
-    fn task(seq: u64, deadline: Nanos) -> TaskPtr {
-        TaskPtr::new(OnceTask::new(Header::new(seq, deadline, Kind::Once), || ()))
-    }
-
-    #[test]
-    fn the_merge_of_lane_and_heap_is_fifo_by_deadline() {
-        let mut q = WorkQueue::new();
-        let now = 100;
-        // Heap: future and overdue-at-requeue tasks; lane: due at submit.
-        q.push(task(1, 150), now);
-        q.push(task(2, 100), now); // lane
-        q.push(task(3, 100), now); // lane
-        q.push(task(0, 90), now); // not after the lane's back (100, 3): the heap, at 90
-        q.push(task(4, 120), now);
-        let order: Vec<(Nanos, u64)> = std::iter::from_fn(|| q.pop())
-            .map(|e| (e.deadline, e.task.header().seq()))
-            .collect();
-        assert_eq!(order, vec![(90, 0), (100, 2), (100, 3), (120, 4), (150, 1)]);
-        assert!(q.is_empty());
-    }
-
-    #[test]
-    fn second_deadline_bounds_the_second_task() {
-        let mut q = WorkQueue::new();
-        let now = 100;
-        assert_eq!(q.second_deadline(), None);
-        q.push(task(1, 150), now);
-        assert_eq!(q.second_deadline(), None, "one task");
-        q.push(task(2, 140), now);
-        assert_eq!(q.second_deadline(), Some(150), "both in the heap");
-        q.push(task(3, 100), now); // lane
-        assert_eq!(q.second_deadline(), Some(140), "lane first, heap second");
-        q.push(task(4, 100), now); // lane
-        assert_eq!(q.second_deadline(), Some(100), "both in the lane");
-        // A removed lane entry may stand in for the live one behind it: a
-        // bound, never later than the truth.
-        let t = task(5, 100);
-        q.push(t.clone(), now);
-        q.pop();
-        assert!(q.remove(t.header(), t.as_ptr()).is_none());
-        assert_eq!(q.second_deadline(), Some(100));
-        q.pop();
-        assert_eq!(
-            q.second_deadline(),
-            Some(150),
-            "the marked entry was discarded"
-        );
-    }
-
-    #[test]
-    fn lane_entries_are_marked_and_removed_lazily() {
-        let ptr = |t: &TaskPtr| t.as_ptr();
-        let mut q = WorkQueue::new();
-        let t = task(1, 5);
-        let u = task(3, 6);
-        q.push(t.clone(), 10);
-        q.push(u.clone(), 10);
-        assert_eq!(t.header().heap_index(), IN_LANE);
-        assert_eq!(q.len(), 2);
-        // A cancel removes a lane entry by marking it: len drops at once.
-        assert!(q.remove(u.header(), ptr(&u)).is_none());
-        assert_eq!((q.len(), u.header().heap_index()), (1, LANE_REMOVED));
-        // Pause-like removal takes the front out; the marked entry behind it
-        // is discarded, so the front stays live.
-        assert!(q.remove_anywhere(t.header(), ptr(&t)).is_some());
-        assert_eq!(t.header().heap_index(), NOT_QUEUED);
-        assert_eq!(u.header().heap_index(), NOT_QUEUED, "discarded");
-        assert!(q.is_empty());
-        assert_eq!(q.peek_deadline(), None);
-        let h = task(2, 50);
-        q.push(h.clone(), 10);
-        assert!(q.remove(h.header(), ptr(&h)).is_some());
-        assert_eq!(h.header().heap_index(), NOT_QUEUED);
-        assert!(q.pop().is_none());
-    }
-}
+#[path = "work_queue_tests.rs"]
+mod tests;

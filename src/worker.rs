@@ -9,6 +9,12 @@
 //! - The bookkeeping of a finished run (`active`, `completed`, requeueing a
 //!   periodic task) happens under the next lock the worker takes anyway, the
 //!   one it waits for its next task under: one lock round-trip per task.
+//! - A worker that takes a due task may move more due one-shot tasks to the
+//!   ready batch ([`crate::ready`]) under the same lock; it then takes them
+//!   one by one without the pool lock, until the batch is empty, before it
+//!   waits again (other workers may help). Their bookkeeping (`completed`,
+//!   and the batch's `taken`) is folded in under the next pool lock, as a
+//!   run's is.
 //! - A task body runs outside every lock, inside `catch_unwind`: a panicking
 //!   task never kills its worker.
 //! - A worker leaves by decrementing `workers` under the lock where it
@@ -23,6 +29,7 @@ use crate::error::drop_quietly;
 use crate::hooks::{CurrentRun, RunInfo};
 use crate::shared::{Shared, State, RUNNING, STOP};
 use crate::sync::thread_local;
+use crate::task::Kind;
 use crate::task_ptr::TaskPtr;
 
 thread_local! {
@@ -48,6 +55,8 @@ struct ExitGuard<'a> {
     shared: &'a Arc<Shared>,
     /// A task is taken and not yet accounted for.
     busy: bool,
+    /// Taken from the ready batch without the pool lock, not yet folded in.
+    ready: ReadyTally,
     /// `workers` was already decremented (normal exit).
     left: bool,
 }
@@ -63,6 +72,9 @@ impl Drop for ExitGuard<'_> {
             if self.busy {
                 self.shared.note_finished(&mut state);
             }
+            self.ready.fold(self.shared, &mut state);
+            // The ready batch this worker filled may still hold tasks: a
+            // replacement takes them.
             let replacement = if state.run_state < STOP && !state.queue.is_empty() {
                 state.reserve_worker(&self.shared.config)
             } else {
@@ -88,14 +100,19 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let mut guard = ExitGuard {
         shared: &shared,
         busy: false,
+        ready: ReadyTally::default(),
         left: false,
     };
     let mut finished: Option<Finished> = None;
     loop {
+        if shared.ready.hint_len() > 0 {
+            run_ready(&shared, &mut guard.ready);
+        }
         let mut state = shared.handoff();
         // Another worker's pop last wrote the top of the heap: fetch its
         // lines together while the bookkeeping below runs.
         state.queue.prefetch_top();
+        guard.ready.fold(&shared, &mut state);
         if let Some(done) = finished.take() {
             shared.note_finished(&mut state);
             guard.busy = false;
@@ -128,7 +145,12 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 return;
             }
         };
-        let task = state.queue.pop().expect("a due head").task;
+        let Some(entry) = state.queue.pop_due(now) else {
+            // The ready batch looked non-empty, but another worker took
+            // its last task meanwhile: look again.
+            continue;
+        };
+        let task = entry.task;
         // Everything about the task is decided under the lock it was taken
         // under, so a task is SCHEDULED exactly while it is queued (pause,
         // resume and trigger rely on that), and a task taken before
@@ -137,6 +159,14 @@ pub(crate) fn run(shared: Arc<Shared>) {
             Claim::Run => {
                 state.active += 1;
                 guard.busy = true;
+                if state.run_state == RUNNING && task.header().kind() == Kind::Once {
+                    // More tasks due: take them without the pool lock
+                    // after this run (the loop's top), with any worker
+                    // the hand-over below wakes to help. Not after a
+                    // periodic task: its requeue, at the next lock, comes
+                    // after the batch, and its catch-up run may sort first.
+                    state.queue.fill_ready(now, crate::ready::BATCH);
+                }
                 drop(state); // hands leadership on before the run
                 finished = Some(run_one(&shared, task, now));
             }
@@ -151,6 +181,58 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 drop(state);
                 drop_quietly(task);
             }
+        }
+    }
+}
+
+/// What a worker took from the ready batch without the pool lock, to fold
+/// in under the next one.
+#[derive(Default)]
+struct ReadyTally {
+    /// Tasks taken ([`Ready::taken`](crate::ready::Ready::taken)).
+    taken: usize,
+    /// Of those, runs and no-op runs (cancelled tasks kept in the queue).
+    completed: u64,
+}
+
+impl ReadyTally {
+    fn fold(&mut self, shared: &Shared, state: &mut State) {
+        if self.taken == 0 {
+            return;
+        }
+        state.completed += self.completed;
+        shared.ready.fold(self.taken);
+        *self = ReadyTally::default();
+        shared.note_maybe_idle(state);
+    }
+}
+
+/// Takes tasks from the ready batch, without the pool lock, until it is
+/// empty, and runs each whose start wins. As under the lock ([`claim`]), a
+/// task taken once the pool is stopping is cancelled instead; one that a
+/// cancel or a pause got to first is dropped (a cancelled task counts as a
+/// no-op run only if the pool keeps cancelled tasks queued, as a pop would
+/// have found it).
+fn run_ready(shared: &Shared, tally: &mut ReadyTally) {
+    while let Some(task) = shared.ready.take() {
+        tally.taken += 1;
+        let header = task.header();
+        if shared.run_state() >= STOP {
+            tally.completed += 1;
+            if header.try_cancel() {
+                task.cancelled();
+            }
+            drop_quietly(task);
+        } else if header.try_start() {
+            let now = shared.clock.now();
+            let done = run_one(shared, task, now);
+            debug_assert!(done.again.is_none(), "only one-shot tasks are batched");
+            tally.completed += 1;
+        } else {
+            if header.is_cancelled() && !shared.config.remove_on_cancel {
+                tally.completed += 1;
+            }
+            drop_quietly(task);
         }
     }
 }

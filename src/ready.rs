@@ -1,0 +1,168 @@
+//! The ready batch: due one-shot tasks that a worker moved out of the work
+//! queue in one critical section, so that workers can take them one by one
+//! without the pool lock.
+//!
+//! Why: with producers and workers all on the pool lock, every task crosses
+//! it twice (pushed, then popped), and those critical sections are serial
+//! (`docs/performance.md`, W7). A worker that takes a due task under the
+//! pool lock also moves up to [`BATCH`]` - 1` more due tasks here; they then
+//! cost the workers this small lock, which producers never touch, instead
+//! of the pool lock.
+//!
+//! # Invariants
+//!
+//! - Only plain one-shot tasks ([`Kind::Once`](crate::task::Kind)) that are
+//!   `SCHEDULED` enter, only while the pool is `RUNNING`, and only when due:
+//!   everything here comes before everything still in the heap and the lane
+//!   (it was their front when moved), and in `(deadline, seq)` order.
+//! - A task here is still queued: it counts in the queue's length, keeps
+//!   `SCHEDULED`, records [`IN_READY`] as its heap index (set under the pool
+//!   lock when it enters, reset under this lock when it leaves), and cancel, pause,
+//!   trigger, shutdown and `shutdown_now` find it here (under the pool lock,
+//!   then this lock: the only lock order). It leaves by [`Ready::take`]
+//!   (a worker, without the pool lock), or under the pool lock by a pop,
+//!   removal or drain.
+//! - A task [`Ready::take`] handed out is *taken*, as one a worker popped
+//!   under the pool lock is: it runs if its `try_start` wins (a cancel or a
+//!   pause in between wins instead, and the worker drops it). Until that
+//!   worker folds its bookkeeping in under its next pool lock, it counts in
+//!   [`Ready::taken`], so `wait_idle` and `active_count` still see it.
+//! - `len` mirrors the deque's length, written under this lock. Read under
+//!   the pool lock it may be high (a worker just took the last one, which is
+//!   then already taken) but never low: only a worker holding the pool lock
+//!   adds. So a waiter that trusts it wakes at worst once for nothing.
+//! - The worker that fills the batch takes from it until it is empty before
+//!   it waits again (and its unwinding guard starts a replacement if work is
+//!   left), so nothing here is stranded while workers sleep.
+
+use std::collections::VecDeque;
+
+use crossbeam_utils::CachePadded;
+
+use crate::heap::NOT_QUEUED;
+use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::task_ptr::TaskPtr;
+use crate::work_queue::{is_task, Entry};
+
+/// The heap index recorded for a task in the ready batch.
+pub(crate) const IN_READY: usize = usize::MAX - 3;
+
+/// How many due tasks one take may move out of the queue (the one it runs
+/// included). `benches/workloads --only W3,W7`: 8 gave W7 +12%, 32 about
+/// +20% (see `docs/performance.md`); a larger batch gains little more and
+/// holds a worker's tasks longer before another worker helps.
+pub(crate) const BATCH: usize = 32;
+
+/// Due one-shot tasks, taken without the pool lock. Shared by the pool's
+/// `Shared` (for the workers' lock-free takes) and its work queue.
+pub(crate) struct Ready {
+    inner: CachePadded<Mutex<Inner>>,
+    /// The deque's length, for reads under the pool lock (see the invariants).
+    len: CachePadded<AtomicUsize>,
+}
+
+struct Inner {
+    items: VecDeque<Entry>,
+    /// Tasks handed out by [`Ready::take`] and not yet folded in.
+    taken: usize,
+}
+
+impl Ready {
+    pub(crate) fn new() -> Self {
+        Ready {
+            inner: CachePadded::new(Mutex::new(Inner {
+                items: VecDeque::with_capacity(BATCH),
+                taken: 0,
+            })),
+            len: CachePadded::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// How many are here, possibly high (see the invariants).
+    #[inline]
+    pub(crate) fn hint_len(&self) -> usize {
+        self.len.load(Ordering::SeqCst)
+    }
+
+    /// A worker's take, without the pool lock: the first task, now taken.
+    pub(crate) fn take(&self) -> Option<TaskPtr> {
+        let mut inner = self.inner.lock();
+        let entry = inner.items.pop_front()?;
+        inner.taken += 1;
+        self.len.store(inner.items.len(), Ordering::SeqCst);
+        // Under this lock, as every move out of the batch: a removal under
+        // the pool lock that read `IN_READY` searches here and misses it.
+        entry.task.header().set_heap_index(NOT_QUEUED);
+        Some(entry.task)
+    }
+
+    /// Folds in `n` tasks a worker took with [`take`](Self::take) and has
+    /// finished with (run, cancelled or dropped). Under the pool lock.
+    pub(crate) fn fold(&self, n: usize) {
+        self.inner.lock().taken -= n;
+    }
+
+    /// Tasks taken without the pool lock and not yet folded in.
+    pub(crate) fn taken(&self) -> usize {
+        self.inner.lock().taken
+    }
+
+    // ----- under the pool lock (through the work queue) -----
+
+    /// Appends `entries` (due, in queue order, marked [`IN_READY`]).
+    pub(crate) fn extend(&self, entries: impl Iterator<Item = Entry>) {
+        let mut inner = self.inner.lock();
+        inner.items.extend(entries);
+        self.len.store(inner.items.len(), Ordering::SeqCst);
+    }
+
+    /// Removes the first task (a worker taking under the pool lock).
+    pub(crate) fn pop(&self) -> Option<Entry> {
+        let mut inner = self.inner.lock();
+        let entry = inner.items.pop_front();
+        self.len.store(inner.items.len(), Ordering::SeqCst);
+        entry
+    }
+
+    /// Removes the task `task` if it is still here.
+    pub(crate) fn remove(&self, task: *const u8) -> Option<Entry> {
+        let mut inner = self.inner.lock();
+        let at = inner.items.iter().position(|e| is_task(e, task))?;
+        let entry = inner.items.remove(at);
+        self.len.store(inner.items.len(), Ordering::SeqCst);
+        entry
+    }
+
+    /// Keeps the tasks for which `keep` is true; appends the others to
+    /// `removed`.
+    pub(crate) fn retain(&self, keep: &mut impl FnMut(&Entry) -> bool, removed: &mut Vec<Entry>) {
+        let mut inner = self.inner.lock();
+        let items = std::mem::take(&mut inner.items);
+        for entry in items {
+            if keep(&entry) {
+                inner.items.push_back(entry);
+            } else {
+                removed.push(entry);
+            }
+        }
+        self.len.store(inner.items.len(), Ordering::SeqCst);
+    }
+
+    /// Removes every task, in order, appending them to `out`.
+    pub(crate) fn drain_into(&self, out: &mut Vec<Entry>) {
+        let mut inner = self.inner.lock();
+        out.extend(inner.items.drain(..));
+        self.len.store(0, Ordering::SeqCst);
+    }
+
+    /// For `crate::internals`: each task's key and recorded heap index,
+    /// in order.
+    pub(crate) fn snapshot(&self) -> Vec<((u64, u64), usize)> {
+        let inner = self.inner.lock();
+        inner
+            .items
+            .iter()
+            .map(|e| (e.key(), e.task.header().heap_index()))
+            .collect()
+    }
+}

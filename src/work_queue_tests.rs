@@ -1,0 +1,136 @@
+//! Unit tests of [`super`]: the merge of lane and heap, the lane's lazy
+//! removal, and the ready batch's moves.
+
+use super::*;
+use crate::once::OnceTask;
+use crate::task::{Header, Kind};
+
+fn task(seq: u64, deadline: Nanos) -> TaskPtr {
+    TaskPtr::new(OnceTask::new(Header::new(seq, deadline, Kind::Once), || ()))
+}
+
+#[test]
+fn the_merge_of_lane_and_heap_is_fifo_by_deadline() {
+    let mut q = WorkQueue::new();
+    let now = 100;
+    // Heap: future and overdue-at-requeue tasks; lane: due at submit.
+    q.push(task(1, 150), now);
+    q.push(task(2, 100), now); // lane
+    q.push(task(3, 100), now); // lane
+    q.push(task(0, 90), now); // not after the lane's back (100, 3): the heap, at 90
+    q.push(task(4, 120), now);
+    let order: Vec<(Nanos, u64)> = std::iter::from_fn(|| q.pop())
+        .map(|e| (e.deadline, e.task.header().seq()))
+        .collect();
+    assert_eq!(order, vec![(90, 0), (100, 2), (100, 3), (120, 4), (150, 1)]);
+    assert!(q.is_empty());
+}
+
+#[test]
+fn second_deadline_bounds_the_second_task() {
+    let mut q = WorkQueue::new();
+    let now = 100;
+    assert_eq!(q.second_deadline(), None);
+    q.push(task(1, 150), now);
+    assert_eq!(q.second_deadline(), None, "one task");
+    q.push(task(2, 140), now);
+    assert_eq!(q.second_deadline(), Some(150), "both in the heap");
+    q.push(task(3, 100), now); // lane
+    assert_eq!(q.second_deadline(), Some(140), "lane first, heap second");
+    q.push(task(4, 100), now); // lane
+    assert_eq!(q.second_deadline(), Some(100), "both in the lane");
+    // A removed lane entry may stand in for the live one behind it: a
+    // bound, never later than the truth.
+    let t = task(5, 100);
+    q.push(t.clone(), now);
+    q.pop();
+    assert!(q.remove(t.header(), t.as_ptr()).is_none());
+    assert_eq!(q.second_deadline(), Some(100));
+    q.pop();
+    assert_eq!(
+        q.second_deadline(),
+        Some(150),
+        "the marked entry was discarded"
+    );
+}
+
+#[test]
+fn lane_entries_are_marked_and_removed_lazily() {
+    let ptr = |t: &TaskPtr| t.as_ptr();
+    let mut q = WorkQueue::new();
+    let t = task(1, 5);
+    let u = task(3, 6);
+    q.push(t.clone(), 10);
+    q.push(u.clone(), 10);
+    assert_eq!(t.header().heap_index(), IN_LANE);
+    assert_eq!(q.len(), 2);
+    // A cancel removes a lane entry by marking it: len drops at once.
+    assert!(q.remove(u.header(), ptr(&u)).is_none());
+    assert_eq!((q.len(), u.header().heap_index()), (1, LANE_REMOVED));
+    // Pause-like removal takes the front out; the marked entry behind it
+    // is discarded, so the front stays live.
+    assert!(q.remove_anywhere(t.header(), ptr(&t)).is_some());
+    assert_eq!(t.header().heap_index(), NOT_QUEUED);
+    assert_eq!(u.header().heap_index(), NOT_QUEUED, "discarded");
+    assert!(q.is_empty());
+    assert_eq!(q.peek_deadline(), None);
+    let h = task(2, 50);
+    q.push(h.clone(), 10);
+    assert!(q.remove(h.header(), ptr(&h)).is_some());
+    assert_eq!(h.header().heap_index(), NOT_QUEUED);
+    assert!(q.pop().is_none());
+}
+
+#[test]
+fn the_ready_batch_takes_due_one_shots_and_stays_in_front() {
+    // The fill reads only the header's kind: a one-shot body will do.
+    let periodic =
+        |seq, at| TaskPtr::new(OnceTask::new(Header::new(seq, at, Kind::FixedRate), || ()));
+    let mut q = WorkQueue::new();
+    let now = 100;
+    let (a, b, c) = (task(1, 90), task(2, 95), task(3, 100));
+    for t in [&a, &b, &c] {
+        q.push(t.clone(), 0);
+    }
+    q.push(periodic(4, 100), 0);
+    q.push(task(5, 100), 0);
+    q.push(task(6, 150), 0);
+    let first = q.pop_due(now).unwrap();
+    assert_eq!(first.task.header().seq(), 1);
+    q.fill_ready(now, 8);
+    // b and c moved; the periodic task stops the fill, and what is behind it stays.
+    assert_eq!(
+        q.ready_snapshot(),
+        [((95, 2), IN_READY), ((100, 3), IN_READY)]
+    );
+    assert_eq!(q.len(), 5);
+    assert_eq!(q.peek_deadline(), Some(0), "the batch is due");
+    // Cancel finds a task in the batch.
+    assert!(q.remove(c.header(), c.as_ptr()).is_some());
+    assert_eq!(c.header().heap_index(), NOT_QUEUED);
+    assert_eq!(q.len(), 4);
+    // A push that sorts before the batch's last task moves the batch back.
+    q.push(task(0, 96), 0);
+    assert!(q.ready_snapshot().is_empty());
+    let order: Vec<u64> = std::iter::from_fn(|| q.pop())
+        .map(|e| e.task.header().seq())
+        .collect();
+    assert_eq!(order, [2, 0, 4, 5, 6]);
+    drop(a);
+}
+
+#[test]
+fn the_ready_batch_is_drained_and_retained_with_the_rest() {
+    let mut q = WorkQueue::new();
+    for seq in 0..4 {
+        q.push(task(seq, 10 + seq), 0);
+    }
+    q.fill_ready(100, 3);
+    assert_eq!(q.ready_snapshot().len(), 3, "at most `max`");
+    let dropped = q.retain(|e| e.task.header().seq() != 1);
+    assert_eq!(dropped.len(), 1);
+    assert_eq!(dropped[0].task.header().heap_index(), NOT_QUEUED);
+    let order: Vec<u64> = q.drain().iter().map(|e| e.task.header().seq()).collect();
+    assert_eq!(order, [0, 2, 3]);
+    assert!(q.is_empty());
+}

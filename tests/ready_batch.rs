@@ -1,0 +1,181 @@
+//! The ready batch (`src/ready.rs`): due one-shot tasks a worker moves out
+//! of the queue together, to take without the pool lock. It must stay
+//! invisible: the tasks in it still count as queued, cancel and trigger
+//! still find them, and nothing that sorts before them runs after them.
+//!
+//! Each test holds the pool's one worker inside a first task, so the
+//! batch it filled when it took that task stays put while the test looks.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use schedpool::{internals, ManualClock, ScheduledHandle, ScheduledThreadPool, TaskError};
+
+const LONG: Duration = Duration::from_secs(10);
+
+/// A one-worker pool on a manual clock whose first task, due at 1 s, blocks
+/// until `release` is sent; `tasks` more one-shot tasks, also due at 1 s,
+/// record their index in `order`. The clock is advanced to 1 s and the
+/// worker is inside the first task when this returns, with the others in
+/// its ready batch. `before` may schedule a task first (`early`).
+struct Held {
+    pool: ScheduledThreadPool,
+    clock: ManualClock,
+    first: ScheduledHandle<()>,
+    release: mpsc::Sender<()>,
+    order: Arc<Mutex<Vec<usize>>>,
+    handles: Vec<ScheduledHandle<()>>,
+    early: Option<ScheduledHandle<()>>,
+}
+
+type Before = fn(&ScheduledThreadPool, &Arc<Mutex<Vec<usize>>>) -> Option<ScheduledHandle<()>>;
+
+fn held(tasks: usize, before: Before) -> Held {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(1)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let early = before(&pool, &order);
+    let (started_tx, started) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel::<()>();
+    let first = pool
+        .schedule(
+            move || {
+                started_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+            },
+            Duration::from_secs(1),
+        )
+        .unwrap();
+    let handles = (0..tasks)
+        .map(|i| {
+            let order = order.clone();
+            pool.schedule(
+                move || order.lock().unwrap().push(i),
+                Duration::from_secs(1),
+            )
+            .unwrap()
+        })
+        .collect();
+    clock.advance(Duration::from_secs(1));
+    started.recv_timeout(LONG).expect("the first task started");
+    Held {
+        pool,
+        clock,
+        first,
+        release,
+        order,
+        handles,
+        early,
+    }
+}
+
+#[test]
+fn tasks_in_the_batch_count_as_queued_and_run_in_order() {
+    let h = held(5, |_, _| None);
+    assert_eq!(h.pool.queue_len(), 5);
+    internals::check_pool(&h.first).unwrap();
+    h.release.send(()).unwrap();
+    assert!(h.pool.wait_idle(LONG));
+    assert_eq!(*h.order.lock().unwrap(), [0, 1, 2, 3, 4]);
+    assert_eq!(h.pool.queue_len(), 0);
+    assert_eq!(h.pool.completed_task_count(), 6);
+    assert_eq!(h.pool.active_count(), 0);
+}
+
+#[test]
+fn cancel_removes_a_task_from_the_batch_at_once() {
+    let h = held(3, |_, _| None);
+    assert!(h.handles[1].cancel());
+    // Removed now, not skipped later: the queue no longer counts it.
+    assert_eq!(h.pool.queue_len(), 2);
+    assert_eq!(internals::pool_heap_index(&h.handles[1]), None);
+    internals::check_pool(&h.first).unwrap();
+    h.release.send(()).unwrap();
+    assert!(h.pool.wait_idle(LONG));
+    assert_eq!(*h.order.lock().unwrap(), [0, 2]);
+    // Removed tasks are not runs (Java's remove-on-cancel).
+    assert_eq!(h.pool.completed_task_count(), 3);
+    let mut handles = h.handles.into_iter();
+    assert!(handles.next().unwrap().join().is_ok());
+    assert_eq!(handles.next().unwrap().join(), Err(TaskError::Cancelled));
+}
+
+/// A task pulled forward to sort before the batch's tasks (a trigger of a
+/// task scheduled earlier, whose sequence number is older) runs before
+/// them, as it would have from the heap: the batch moves back.
+#[test]
+fn a_task_that_sorts_first_runs_before_the_batch() {
+    let h = held(2, |pool, order| {
+        let order = order.clone();
+        // Scheduled first, so on a tie of deadlines it comes first.
+        Some(
+            pool.schedule(
+                move || order.lock().unwrap().push(99),
+                Duration::from_secs(60),
+            )
+            .unwrap(),
+        )
+    });
+    // Due now, at the batch's deadline, with the oldest sequence number.
+    assert!(h.early.as_ref().unwrap().trigger());
+    internals::check_pool(&h.first).unwrap();
+    h.release.send(()).unwrap();
+    assert!(h.pool.wait_idle(LONG));
+    assert_eq!(*h.order.lock().unwrap(), [99, 0, 1]);
+    assert_eq!(h.clock.elapsed(), Duration::from_secs(1));
+}
+
+#[test]
+fn shutdown_now_hands_back_the_batch_in_order() {
+    let h = held(3, |_, _| None);
+    let pending = h.pool.shutdown_now();
+    let ids: Vec<u64> = pending.iter().map(|p| p.id()).collect();
+    let want: Vec<u64> = h.handles.iter().map(|h| h.id()).collect();
+    assert_eq!(ids, want);
+    for p in pending {
+        p.run();
+    }
+    h.release.send(()).unwrap();
+    assert!(h.pool.await_termination(LONG));
+    assert_eq!(*h.order.lock().unwrap(), [0, 1, 2]);
+    assert!(h.first.join().is_ok());
+}
+
+/// The batch is shared, not the filler's own: while the worker that filled
+/// it runs a long task, the other worker runs the batch's tasks (the
+/// hand-over wakes it, as Java wakes a follower for a due head).
+#[test]
+fn another_worker_runs_the_batch_while_the_filler_is_busy() {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(2)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let (done_tx, done) = mpsc::channel::<usize>();
+    // Scheduled first, so taken first: it waits for the other five.
+    let long = pool
+        .schedule(
+            move || (0..5).all(|_| done.recv_timeout(LONG).is_ok()),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+    for i in 0..5 {
+        let done_tx = done_tx.clone();
+        pool.schedule(move || done_tx.send(i).unwrap(), Duration::from_secs(1))
+            .unwrap();
+    }
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(
+        long.join(),
+        Ok(true),
+        "the short tasks waited behind the long one"
+    );
+    assert!(pool.wait_idle(LONG));
+    assert_eq!(pool.completed_task_count(), 6);
+}
