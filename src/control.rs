@@ -8,7 +8,12 @@
 //!   invariant that a task is `SCHEDULED` exactly while it is queued (workers
 //!   claim a task, and end a periodic run and requeue it, under this lock).
 //!   So pause finds what it must remove, resume pushes a task that is not
-//!   queued, and no task is ever queued twice.
+//!   queued, and no task is ever queued twice. One exception: a one-shot
+//!   task a worker took from the ready batch ([`crate::ready`]) is
+//!   `SCHEDULED` until that worker's `try_start`, without the pool lock. A
+//!   pause or cancel that wins that race finds nothing to remove, and the
+//!   worker, whose start then fails, drops it; a trigger finds nothing to
+//!   pull forward and returns false, as for a task about to start.
 //! - A request that arrives while the task runs (pause, trigger) is a flag in
 //!   the task's state word, read by the runner's end-of-run swap (see
 //!   [`crate::task`]), so it cannot fall between "the run ended" and

@@ -208,22 +208,18 @@ impl ReadyTally {
 }
 
 /// Takes tasks from the ready batch, without the pool lock, until it is
-/// empty, and runs each whose start wins. As under the lock ([`claim`]), a
-/// task taken once the pool is stopping is cancelled instead; one that a
-/// cancel or a pause got to first is dropped (a cancelled task counts as a
-/// no-op run only if the pool keeps cancelled tasks queued, as a pop would
-/// have found it).
+/// empty, and runs each whose start wins. A task taken is started even if
+/// `shutdown_now` comes before its start, as one popped under the lock is
+/// (Java's worker runs the task it took): `shutdown_now` drains the batch
+/// under its lock, so it hands back exactly the tasks nobody took. One that
+/// a cancel or a pause got to first is dropped (a cancelled task counts as
+/// a no-op run only if the pool keeps cancelled tasks queued, as a pop
+/// would have found it).
 fn run_ready(shared: &Shared, tally: &mut ReadyTally) {
     while let Some(task) = shared.ready.take() {
         tally.taken += 1;
         let header = task.header();
-        if shared.run_state() >= STOP {
-            tally.completed += 1;
-            if header.try_cancel() {
-                task.cancelled();
-            }
-            drop_quietly(task);
-        } else if header.try_start() {
+        if header.try_start() {
             let now = shared.clock.now();
             let done = run_one(shared, task, now);
             debug_assert!(done.again.is_none(), "only one-shot tasks are batched");

@@ -968,8 +968,9 @@ fn ready_batch_then_wait_idle_sees_every_run() {
 }
 
 /// `shutdown_now` racing the workers' takes from the ready batch: every
-/// task runs once, or is handed back (and completes as cancelled when the
-/// caller drops it), or is cancelled; none runs twice, none is lost.
+/// task runs once or is handed back (and completes as cancelled when the
+/// caller drops it); none runs twice, none is lost, none is cancelled by the
+/// pool.
 #[test]
 fn ready_batch_races_shutdown_now() {
     loom::model(|| {
@@ -982,7 +983,9 @@ fn ready_batch_races_shutdown_now() {
         for (i, r) in runs.iter().enumerate() {
             assert!(r.load(Ordering::SeqCst) <= 1, "task {i} ran twice");
         }
-        assert!(ran + returned <= 3, "ran {ran}, returned {returned}");
+        // A task taken from the batch before shutdown_now drained it runs,
+        // as one popped under the pool lock does; the rest come back.
+        assert_eq!(ran + returned, 3, "ran {ran}, returned {returned}");
         let mut ok = 0;
         for h in handles {
             match h.join() {
