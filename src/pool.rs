@@ -349,7 +349,7 @@ impl ScheduledThreadPool {
     pub fn active_count(&self) -> usize {
         let shared = self.shared();
         let state = shared.lock();
-        state.active + shared.ready.taken()
+        shared.ready.running(state.active)
     }
 
     /// Runs finished so far: every run of a periodic task counts, and so do

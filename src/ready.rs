@@ -26,7 +26,15 @@
 //!   under the pool lock is: it runs if its `try_start` wins (a cancel or a
 //!   pause in between wins instead, and the worker drops it). Until that
 //!   worker folds its bookkeeping in under its next pool lock, it counts in
-//!   [`Ready::taken`], so `wait_idle` and `active_count` still see it.
+//!   [`Ready::taken`], so `wait_idle` still waits for it.
+//! - `active_count` counts runs, not bookkeeping: the batch's lock also
+//!   keeps `running` (tasks taken from it whose worker has not come back
+//!   for the next one) and `lock_runs_ended` (a run taken under the pool
+//!   lock that ended before its worker went on to the batch; it stays in
+//!   the pool's `active` until folded). Each worker reports the end of its
+//!   previous run in its next [`Ready::take`], under this lock, so
+//!   `active + running - lock_runs_ended`, read under both locks, is the
+//!   number of bodies running (or about to).
 //! - `len` mirrors the deque's length, written under this lock. Read under
 //!   the pool lock it may be high (a worker just took the last one, which is
 //!   then already taken) but never low: only a worker holding the pool lock
@@ -65,6 +73,31 @@ struct Inner {
     items: VecDeque<Entry>,
     /// Tasks handed out by [`Ready::take`] and not yet folded in.
     taken: usize,
+    /// Tasks handed out whose worker has not reported their end.
+    running: usize,
+    /// Runs taken under the pool lock, ended, not yet folded in.
+    lock_runs_ended: usize,
+}
+
+impl Inner {
+    fn report(&mut self, previous: Previous) {
+        match previous {
+            Previous::Nothing => {}
+            Previous::LockRun => self.lock_runs_ended += 1,
+            Previous::ReadyRun => self.running -= 1,
+        }
+    }
+}
+
+/// What the worker calling [`Ready::take`] ran before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Previous {
+    /// Nothing it has not reported.
+    Nothing,
+    /// A one-shot run taken under the pool lock (still in `active`).
+    LockRun,
+    /// A task from this batch.
+    ReadyRun,
 }
 
 impl Ready {
@@ -73,6 +106,8 @@ impl Ready {
             inner: CachePadded::new(Mutex::new(Inner {
                 items: VecDeque::with_capacity(BATCH),
                 taken: 0,
+                running: 0,
+                lock_runs_ended: 0,
             })),
             len: CachePadded::new(AtomicUsize::new(0)),
         }
@@ -84,11 +119,14 @@ impl Ready {
         self.len.load(Ordering::SeqCst)
     }
 
-    /// A worker's take, without the pool lock: the first task, now taken.
-    pub(crate) fn take(&self) -> Option<TaskPtr> {
+    /// A worker's take, without the pool lock: the first task, now taken
+    /// and running. Reports the end of the worker's `previous` run.
+    pub(crate) fn take(&self, previous: Previous) -> Option<TaskPtr> {
         let mut inner = self.inner.lock();
+        inner.report(previous);
         let entry = inner.items.pop_front()?;
         inner.taken += 1;
+        inner.running += 1;
         self.len.store(inner.items.len(), Ordering::SeqCst);
         // Under this lock, as every move out of the batch: a removal under
         // the pool lock that read `IN_READY` searches here and misses it.
@@ -96,15 +134,32 @@ impl Ready {
         Some(entry.task)
     }
 
+    /// Reports the end of a worker's `previous` run without taking another
+    /// (a worker unwinding out of a run).
+    pub(crate) fn report(&self, previous: Previous) {
+        self.inner.lock().report(previous);
+    }
+
     /// Folds in `n` tasks a worker took with [`take`](Self::take) and has
-    /// finished with (run, cancelled or dropped). Under the pool lock.
-    pub(crate) fn fold(&self, n: usize) {
-        self.inner.lock().taken -= n;
+    /// finished with (run, cancelled or dropped), and whether it reported a
+    /// run taken under the pool lock as ended. Under the pool lock, with
+    /// that run's own fold.
+    pub(crate) fn fold(&self, n: usize, lock_run: bool) {
+        let mut inner = self.inner.lock();
+        inner.taken -= n;
+        inner.lock_runs_ended -= usize::from(lock_run);
     }
 
     /// Tasks taken without the pool lock and not yet folded in.
     pub(crate) fn taken(&self) -> usize {
         self.inner.lock().taken
+    }
+
+    /// Under the pool lock: task bodies running, given the pool's `active`
+    /// (see the invariants).
+    pub(crate) fn running(&self, active: usize) -> usize {
+        let inner = self.inner.lock();
+        active + inner.running - inner.lock_runs_ended
     }
 
     // ----- under the pool lock (through the work queue) -----

@@ -9,9 +9,9 @@
 //!   [`Shared::lock`] and [`Shared::handoff`] absorb the submission inbox
 //!   ([`crate::inbox`]) before they return, so a holder sees every
 //!   submission that returned before it took the lock.
-//! - While queued, a task is in the [`WorkQueue`] (heap or due lane) and
-//!   its `heap_index` says where; a removed, taken or drained task has
-//!   `NOT_QUEUED` (see [`crate::work_queue`]).
+//! - While queued, a task is in the [`WorkQueue`] (heap, due lane or ready
+//!   batch) and its `heap_index` says where; a removed, taken or drained
+//!   task has `NOT_QUEUED` (see [`crate::work_queue`], [`crate::ready`]).
 //! - The run-state check and the push of a submission happen under the same
 //!   lock, or the submission goes into the inbox while its gate is open and
 //!   a shutdown closes the gate and absorbs under this lock before it
@@ -22,17 +22,22 @@
 //!   to exit and decrements `workers` under one lock (then closes the
 //!   inbox's gate and absorbs, staying if that found work), so a submitter
 //!   that sees a worker can count on it. `workers <= max(core_threads, 1)`.
-//! - `active` counts tasks taken and not yet finished; it is raised under
-//!   the lock that pops the task, so `wait_idle` never sees a gap.
+//! - `active` counts tasks taken under this lock and not yet folded in; it
+//!   is raised under the lock that pops the task, so `wait_idle` never sees
+//!   a gap. Tasks taken from the ready batch count in its `taken` instead,
+//!   raised under the batch's lock as they leave it; `wait_idle` reads both.
 //! - `run_state` only grows: RUNNING < SHUTDOWN < STOP < TERMINATED. The
 //!   atomic mirror in [`Shared`] is written under the lock and read without it.
 //! - Under the lock, a task is `SCHEDULED` exactly while it is queued:
 //!   workers claim a popped task (`SCHEDULED -> RUNNING`) and end a periodic
 //!   run and requeue it (`RUNNING -> SCHEDULED` + push) under the lock, and
 //!   pause/resume do their swap and their push or removal under it too. The
-//!   only exception is a shutdown purge's removed tasks, which are cancelled
-//!   or returned right after. This is what makes pause/resume/trigger safe
-//!   (no task is ever queued twice).
+//!   exceptions: a shutdown purge's removed tasks, which are cancelled or
+//!   returned right after; and a one-shot a worker took from the ready
+//!   batch, `SCHEDULED` until that worker's `try_start` (a pause or cancel
+//!   that wins there finds nothing to remove, and the worker drops the
+//!   task). This is what makes pause/resume/trigger safe (no task is ever
+//!   queued twice).
 //! - No user code (task bodies, their `Drop`s) runs under the lock.
 
 use crossbeam_utils::CachePadded;

@@ -178,7 +178,7 @@ impl Shared {
     pub(crate) fn stats(&self) -> PoolStats {
         let (queued, active, workers, accepted, completed) = {
             let s = self.lock();
-            let active = s.active + self.ready.taken();
+            let active = self.ready.running(s.active);
             (s.queue.len(), active, s.workers, s.accepted, s.completed)
         };
         PoolStats {

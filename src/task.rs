@@ -26,8 +26,10 @@
 //!   [`TaskError::Cancelled`] at once (Java: `isDone` is true immediately,
 //!   even while the body still runs) and drops the body unless it is out
 //!   running.
-//! - `heap_index` is written only under the owning pool's lock; while the
-//!   task is queued it equals its position in the heap, otherwise
+//! - `heap_index` is written under the owning pool's lock (and, to reset
+//!   the ready batch's mark when a worker takes the task from it, under the
+//!   batch's lock); while the task is in the heap it equals its position
+//!   there, in the lane or the batch it is their mark, otherwise
 //!   [`NOT_QUEUED`].
 //! - `deadline` changes only while the task is not in the heap, or under the
 //!   pool lock together with a remove and re-push.

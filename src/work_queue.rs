@@ -33,7 +33,10 @@
 //!   high but never low (see there). The batch stays the queue's front: a
 //!   push that sorts before its last task (a periodic task's catch-up run,
 //!   a trigger, a submitter that read the clock before the fill) first moves
-//!   the batch back to the heap. Pushes decide "new head" by the heap and
+//!   the batch back to the heap. (A due submission that skipped the lock
+//!   waits in the inbox until the next pool lock; if its clock reading was
+//!   before the fill, the workers may take the whole batch first. Both were
+//!   due: only submissions racing each other are reordered so.) Pushes decide "new head" by the heap and
 //!   the lane alone: the worker that filled the batch takes it empty before
 //!   it waits, so whoever times the head must time theirs.
 

@@ -3,18 +3,20 @@
 //!
 //! # Invariants
 //!
-//! - A worker takes tasks only through the leader/follower wait
-//!   ([`crate::leader`]), under the pool lock; it raises `active` under the
-//!   same lock that pops the task.
+//! - A worker takes tasks from the queue only through the leader/follower
+//!   wait ([`crate::leader`]), under the pool lock, and raises `active` under
+//!   the same lock that pops the task; or from the ready batch, under the
+//!   batch's lock, which counts it as taken (see below).
 //! - The bookkeeping of a finished run (`active`, `completed`, requeueing a
 //!   periodic task) happens under the next lock the worker takes anyway, the
 //!   one it waits for its next task under: one lock round-trip per task.
 //! - A worker that takes a due task may move more due one-shot tasks to the
 //!   ready batch ([`crate::ready`]) under the same lock; it then takes them
 //!   one by one without the pool lock, until the batch is empty, before it
-//!   waits again (other workers may help). Their bookkeeping (`completed`,
-//!   and the batch's `taken`) is folded in under the next pool lock, as a
-//!   run's is.
+//!   waits again (other workers may help), unless a periodic run of its own
+//!   is still to be requeued: that comes first. Their bookkeeping
+//!   (`completed`, and the batch's `taken`) is folded in under the next pool
+//!   lock, as a run's is.
 //! - A task body runs outside every lock, inside `catch_unwind`: a panicking
 //!   task never kills its worker.
 //! - A worker leaves by decrementing `workers` under the lock where it
@@ -27,6 +29,7 @@ use std::sync::Arc;
 use crate::clock::Nanos;
 use crate::error::drop_quietly;
 use crate::hooks::{CurrentRun, RunInfo};
+use crate::ready::Previous;
 use crate::shared::{Shared, State, RUNNING, STOP};
 use crate::sync::thread_local;
 use crate::task::Kind;
@@ -105,8 +108,15 @@ pub(crate) fn run(shared: Arc<Shared>) {
     };
     let mut finished: Option<Finished> = None;
     loop {
-        if shared.ready.hint_len() > 0 {
-            run_ready(&shared, &mut guard.ready);
+        // Not before a periodic task's requeue: its catch-up runs may sort
+        // before the batch (the requeue then moves the batch back).
+        let requeue = finished.as_ref().is_some_and(|f| f.again.is_some());
+        if !requeue && shared.ready.hint_len() > 0 {
+            let previous = match finished {
+                Some(_) => Previous::LockRun,
+                None => Previous::Nothing,
+            };
+            run_ready(&shared, &mut guard.ready, previous);
         }
         let mut state = shared.handoff();
         // Another worker's pop last wrote the top of the heap: fetch its
@@ -191,17 +201,26 @@ pub(crate) fn run(shared: Arc<Shared>) {
 struct ReadyTally {
     /// Tasks taken ([`Ready::taken`](crate::ready::Ready::taken)).
     taken: usize,
-    /// Of those, runs and no-op runs (cancelled tasks kept in the queue).
+    /// Of those, runs and no-op runs (cancelled after they were taken).
     completed: u64,
+    /// The run taken under the pool lock before them was reported ended
+    /// ([`Previous::LockRun`]); the caller folds that run in itself.
+    lock_run: bool,
+    /// A task taken from the batch whose end is not reported yet (only
+    /// while it runs, or if its worker unwinds out of it).
+    unreported: bool,
 }
 
 impl ReadyTally {
     fn fold(&mut self, shared: &Shared, state: &mut State) {
-        if self.taken == 0 {
+        if std::mem::take(&mut self.unreported) {
+            shared.ready.report(Previous::ReadyRun);
+        }
+        if self.taken == 0 && !self.lock_run {
             return;
         }
         state.completed += self.completed;
-        shared.ready.fold(self.taken);
+        shared.ready.fold(self.taken, self.lock_run);
         *self = ReadyTally::default();
         shared.note_maybe_idle(state);
     }
@@ -215,8 +234,11 @@ impl ReadyTally {
 /// a cancel or a pause got to first is dropped (a cancelled task counts as
 /// a no-op run only if the pool keeps cancelled tasks queued, as a pop
 /// would have found it).
-fn run_ready(shared: &Shared, tally: &mut ReadyTally) {
-    while let Some(task) = shared.ready.take() {
+fn run_ready(shared: &Shared, tally: &mut ReadyTally, mut previous: Previous) {
+    tally.lock_run |= previous == Previous::LockRun;
+    while let Some(task) = shared.ready.take(previous) {
+        previous = Previous::ReadyRun;
+        tally.unreported = true;
         tally.taken += 1;
         let header = task.header();
         if header.try_start() {
@@ -225,12 +247,15 @@ fn run_ready(shared: &Shared, tally: &mut ReadyTally) {
             debug_assert!(done.again.is_none(), "only one-shot tasks are batched");
             tally.completed += 1;
         } else {
-            if header.is_cancelled() && !shared.config.remove_on_cancel {
+            // Java counts every task a worker took, a cancelled one as a
+            // no-op run; a paused one runs, and counts, when resumed.
+            if header.is_cancelled() {
                 tally.completed += 1;
             }
             drop_quietly(task);
         }
     }
+    tally.unreported = false;
 }
 
 /// What the worker does with a task it took.

@@ -179,3 +179,98 @@ fn another_worker_runs_the_batch_while_the_filler_is_busy() {
     assert!(pool.wait_idle(LONG));
     assert_eq!(pool.completed_task_count(), 6);
 }
+
+/// `active_count` counts bodies running, not bookkeeping not yet folded
+/// in: each of ten tasks, run by one worker, mostly from the batch, sees 1.
+#[test]
+fn active_count_counts_runs_not_the_batch() {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(1)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    for _ in 0..10 {
+        let (p, s) = (pool.clone(), seen.clone());
+        pool.schedule(
+            move || s.lock().unwrap().push(p.active_count()),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+    }
+    clock.advance(Duration::from_secs(1));
+    assert!(pool.wait_idle(LONG));
+    assert_eq!(*seen.lock().unwrap(), [1; 10]);
+    assert_eq!(pool.active_count(), 0);
+    assert_eq!(pool.stats().active, 0);
+}
+
+/// A periodic task's catch-up runs sort before a batch that another worker
+/// filled while the periodic run was in progress: its worker requeues it
+/// before it helps with the batch, and the requeue moves the batch back,
+/// so the catch-up runs come first (Java's order).
+#[test]
+fn a_periodic_requeue_goes_before_a_batch_filled_during_its_run() {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(2)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let order = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (p_started_tx, p_started) = mpsc::channel();
+    let (p_release, p_release_rx) = mpsc::channel::<()>();
+    let p_release_rx = Mutex::new(p_release_rx);
+    let o = order.clone();
+    let mut first = true;
+    let periodic = pool
+        .schedule_at_fixed_rate(
+            move || {
+                o.lock().unwrap().push("P".into());
+                if std::mem::take(&mut first) {
+                    p_started_tx.send(()).unwrap();
+                    p_release_rx.lock().unwrap().recv().unwrap();
+                }
+            },
+            Duration::from_millis(1000),
+            Duration::from_millis(250),
+        )
+        .unwrap();
+    let (t_started_tx, t_started) = mpsc::channel();
+    let (t_release, t_release_rx) = mpsc::channel::<()>();
+    pool.schedule(
+        move || {
+            t_started_tx.send(()).unwrap();
+            t_release_rx.recv().unwrap();
+        },
+        Duration::from_millis(1500),
+    )
+    .unwrap();
+    for i in 2..=6 {
+        let o = order.clone();
+        pool.schedule(
+            move || o.lock().unwrap().push(format!("T{i}")),
+            Duration::from_millis(1500),
+        )
+        .unwrap();
+    }
+    clock.advance(Duration::from_millis(1000));
+    p_started.recv_timeout(LONG).unwrap();
+    // The other worker takes T1 and moves T2..T6 to the batch.
+    clock.advance(Duration::from_millis(500));
+    t_started.recv_timeout(LONG).unwrap();
+    p_release.send(()).unwrap();
+    // The first run and its two catch-ups (due at 1250 and 1500 ms, the
+    // latter with P's older sequence number), or whatever came first.
+    let deadline = std::time::Instant::now() + LONG;
+    while order.lock().unwrap().len() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    t_release.send(()).unwrap();
+    assert!(pool.wait_idle(LONG));
+    assert!(periodic.cancel());
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order[..3], ["P", "P", "P"], "{order:?}");
+    assert_eq!(order.len(), 8, "{order:?}");
+}
