@@ -910,10 +910,21 @@ fn durable_close_releases_leader_and_follower() {
 
 // ===== the ready batch (src/ready.rs) =====
 
-/// A two-worker pool on a manual clock with three one-shot tasks that come
+/// A pool of `workers` threads on a fresh manual clock.
+fn manual_workers(workers: usize) -> (ScheduledThreadPool, ManualClock) {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(workers)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    (pool, clock)
+}
+
+/// A pool on a manual clock with three one-shot tasks that have just come
 /// due together: the worker that takes the first moves the others to the
-/// ready batch, which both workers then take from without the pool lock.
-/// Returns the pool, the clock, the handles and each task's run count.
+/// ready batch, which the workers then take from without the pool lock.
+/// Returns the pool, the handles and each task's run count.
 type Counted = (
     ScheduledThreadPool,
     Vec<schedpool::ScheduledHandle<usize>>,
@@ -921,12 +932,7 @@ type Counted = (
 );
 
 fn three_due_tasks(workers: usize) -> Counted {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPool::builder()
-        .core_threads(workers)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let (pool, clock) = manual_workers(workers);
     let mut handles = Vec::new();
     let mut runs = Vec::new();
     for i in 0..3 {
@@ -1033,12 +1039,7 @@ fn ready_batch_races_cancel() {
 #[test]
 fn shutdown_now_hands_back_the_ready_batch() {
     loom::model(|| {
-        let clock = ManualClock::new();
-        let pool = ScheduledThreadPool::builder()
-            .core_threads(1)
-            .clock(clock.clone())
-            .build()
-            .unwrap();
+        let (pool, clock) = manual_workers(1);
         // The first task waits in its run until shutdown_now has returned.
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let first = {

@@ -14,6 +14,17 @@ use schedpool::{internals, ManualClock, ScheduledHandle, ScheduledThreadPool, Ta
 
 const LONG: Duration = Duration::from_secs(10);
 
+/// A pool of `workers` threads on a fresh manual clock.
+fn manual(workers: usize) -> (ScheduledThreadPool, ManualClock) {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(workers)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    (pool, clock)
+}
+
 /// A one-worker pool on a manual clock whose first task, due at 1 s, blocks
 /// until `release` is sent; `tasks` more one-shot tasks, also due at 1 s,
 /// record their index in `order`. The clock is advanced to 1 s and the
@@ -32,12 +43,7 @@ struct Held {
 type Before = fn(&ScheduledThreadPool, &Arc<Mutex<Vec<usize>>>) -> Option<ScheduledHandle<()>>;
 
 fn held(tasks: usize, before: Before) -> Held {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPool::builder()
-        .core_threads(1)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let (pool, clock) = manual(1);
     let order = Arc::new(Mutex::new(Vec::new()));
     let early = before(&pool, &order);
     let (started_tx, started) = mpsc::channel();
@@ -151,12 +157,7 @@ fn shutdown_now_hands_back_the_batch_in_order() {
 /// hand-over wakes it, as Java wakes a follower for a due head).
 #[test]
 fn another_worker_runs_the_batch_while_the_filler_is_busy() {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPool::builder()
-        .core_threads(2)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let (pool, clock) = manual(2);
     let (done_tx, done) = mpsc::channel::<usize>();
     // Scheduled first, so taken first: it waits for the other five.
     let long = pool
@@ -184,12 +185,7 @@ fn another_worker_runs_the_batch_while_the_filler_is_busy() {
 /// in: each of ten tasks, run by one worker, mostly from the batch, sees 1.
 #[test]
 fn active_count_counts_runs_not_the_batch() {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPool::builder()
-        .core_threads(1)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let (pool, clock) = manual(1);
     let seen = Arc::new(Mutex::new(Vec::new()));
     for _ in 0..10 {
         let (p, s) = (pool.clone(), seen.clone());
@@ -212,12 +208,7 @@ fn active_count_counts_runs_not_the_batch() {
 /// so the catch-up runs come first (Java's order).
 #[test]
 fn a_periodic_requeue_goes_before_a_batch_filled_during_its_run() {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPool::builder()
-        .core_threads(2)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let (pool, clock) = manual(2);
     let order = Arc::new(Mutex::new(Vec::<String>::new()));
     let (p_started_tx, p_started) = mpsc::channel();
     let (p_release, p_release_rx) = mpsc::channel::<()>();
