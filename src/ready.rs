@@ -39,9 +39,11 @@
 //!   the pool lock it may be high (a worker just took the last one, which is
 //!   then already taken) but never low: only a worker holding the pool lock
 //!   adds. So a waiter that trusts it wakes at worst once for nothing.
-//! - The worker that fills the batch takes from it until it is empty before
-//!   it waits again (and its unwinding guard starts a replacement if work is
-//!   left), so nothing here is stranded while workers sleep.
+//! - Nothing here is stranded while workers sleep: the queue's head reads
+//!   as due (0) while the batch is non-empty, so no waiter sleeps then, and
+//!   the worker that fills it takes from it, without the pool lock or under
+//!   it, until it is empty (its unwinding guard starts a replacement if
+//!   work is left).
 
 use std::collections::VecDeque;
 
@@ -55,10 +57,10 @@ use crate::work_queue::{is_task, Entry};
 /// The heap index recorded for a task in the ready batch.
 pub(crate) const IN_READY: usize = usize::MAX - 3;
 
-/// How many due tasks one take may move out of the queue (the one it runs
-/// included). `benches/workloads --only W3,W7`: 8 gave W7 +12%, 32 about
-/// +20% (see `docs/performance.md`); a larger batch gains little more and
-/// holds a worker's tasks longer before another worker helps.
+/// How many due tasks one take may move out of the queue, the one it runs
+/// included (so the batch holds at most `BATCH - 1`). With 32, W7 ran
+/// 2.54 → 2.97 M/s and W3 4.75 → 5.97 M/s in alternating runs; 8 and 128
+/// were within the noise of 32 (`docs/performance.md`).
 pub(crate) const BATCH: usize = 32;
 
 /// Due one-shot tasks, taken without the pool lock. Shared by the pool's
