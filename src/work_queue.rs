@@ -190,10 +190,7 @@ impl WorkQueue {
 
     /// The first deadline in the heap and the lane.
     fn queued_deadline(&self) -> Option<Nanos> {
-        match self.lane_first()? {
-            true => self.lane.front().map(|e| e.deadline),
-            false => self.heap.peek().map(|e| e.deadline),
-        }
+        self.front().map(|e| e.deadline)
     }
 
     /// A deadline no later than the second task's (the earliest after the
@@ -256,13 +253,7 @@ impl WorkQueue {
     /// Removes and returns the first task, the ready batch's first.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn pop(&mut self) -> Option<Entry> {
-        if self.ready.hint_len() > 0 {
-            if let Some(entry) = self.ready.pop() {
-                entry.task.header().set_heap_index(NOT_QUEUED);
-                return Some(entry);
-            }
-        }
-        self.pop_queued()
+        self.pop_due(Nanos::MAX)
     }
 
     /// Removes and returns the first task if it is due at `now`. `None`
