@@ -35,7 +35,8 @@
 //!   previous run in its next [`Ready::take`], under this lock, so
 //!   `active + running - lock_runs_ended`, read under both locks, is the
 //!   number of bodies running (or about to).
-//! - `len` mirrors the deque's length, written under this lock. Read under
+//! - `len` mirrors the deque's length, written under this lock (only by
+//!   the release of an [`Edit`], the guard every change to the deque holds). Read under
 //!   the pool lock it may be high (a worker just took the last one, which is
 //!   then already taken) but never low: only a worker holding the pool lock
 //!   adds. So a waiter that trusts it wakes at worst once for nothing.
@@ -50,7 +51,7 @@ use std::collections::VecDeque;
 use crossbeam_utils::CachePadded;
 
 use crate::heap::NOT_QUEUED;
-use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::sync::{AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::task_ptr::TaskPtr;
 use crate::work_queue::{is_task, Entry};
 
@@ -79,6 +80,33 @@ struct Inner {
     running: usize,
     /// Runs taken under the pool lock, ended, not yet folded in.
     lock_runs_ended: usize,
+}
+
+/// The batch's lock held for a change to the deque. Releasing it mirrors
+/// the deque's length into [`Ready::len`], still under the lock: the one
+/// place `len` is written.
+struct Edit<'a> {
+    inner: MutexGuard<'a, Inner>,
+    len: &'a AtomicUsize,
+}
+
+impl Drop for Edit<'_> {
+    fn drop(&mut self) {
+        self.len.store(self.inner.items.len(), Ordering::SeqCst);
+    }
+}
+
+impl std::ops::Deref for Edit<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for Edit<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.inner
+    }
 }
 
 impl Inner {
@@ -115,6 +143,15 @@ impl Ready {
         }
     }
 
+    /// The lock, for a change to the deque: `len` is written from it when
+    /// the guard is released.
+    fn edit(&self) -> Edit<'_> {
+        Edit {
+            inner: self.inner.lock(),
+            len: &self.len,
+        }
+    }
+
     /// How many are here, possibly high (see the invariants).
     #[inline]
     pub(crate) fn hint_len(&self) -> usize {
@@ -124,12 +161,11 @@ impl Ready {
     /// A worker's take, without the pool lock: the first task, now taken
     /// and running. Reports the end of the worker's `previous` run.
     pub(crate) fn take(&self, previous: Previous) -> Option<TaskPtr> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.edit();
         inner.report(previous);
         let entry = inner.items.pop_front()?;
         inner.taken += 1;
         inner.running += 1;
-        self.len.store(inner.items.len(), Ordering::SeqCst);
         // Under this lock, as every move out of the batch: a removal under
         // the pool lock that read `IN_READY` searches here and misses it.
         entry.task.header().set_heap_index(NOT_QUEUED);
@@ -168,32 +204,25 @@ impl Ready {
 
     /// Appends `entries` (due, in queue order, marked [`IN_READY`]).
     pub(crate) fn extend(&self, entries: impl Iterator<Item = Entry>) {
-        let mut inner = self.inner.lock();
-        inner.items.extend(entries);
-        self.len.store(inner.items.len(), Ordering::SeqCst);
+        self.edit().items.extend(entries);
     }
 
     /// Removes the first task (a worker taking under the pool lock).
     pub(crate) fn pop(&self) -> Option<Entry> {
-        let mut inner = self.inner.lock();
-        let entry = inner.items.pop_front();
-        self.len.store(inner.items.len(), Ordering::SeqCst);
-        entry
+        self.edit().items.pop_front()
     }
 
     /// Removes the task `task` if it is still here.
     pub(crate) fn remove(&self, task: *const u8) -> Option<Entry> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.edit();
         let at = inner.items.iter().position(|e| is_task(e, task))?;
-        let entry = inner.items.remove(at);
-        self.len.store(inner.items.len(), Ordering::SeqCst);
-        entry
+        inner.items.remove(at)
     }
 
     /// Keeps the tasks for which `keep` is true; appends the others to
     /// `removed`.
     pub(crate) fn retain(&self, keep: &mut impl FnMut(&Entry) -> bool, removed: &mut Vec<Entry>) {
-        let mut inner = self.inner.lock();
+        let mut inner = self.edit();
         let items = std::mem::take(&mut inner.items);
         for entry in items {
             if keep(&entry) {
@@ -202,14 +231,11 @@ impl Ready {
                 removed.push(entry);
             }
         }
-        self.len.store(inner.items.len(), Ordering::SeqCst);
     }
 
     /// Removes every task, in order, appending them to `out`.
     pub(crate) fn drain_into(&self, out: &mut Vec<Entry>) {
-        let mut inner = self.inner.lock();
-        out.extend(inner.items.drain(..));
-        self.len.store(0, Ordering::SeqCst);
+        out.extend(self.edit().items.drain(..));
     }
 
     /// For `crate::internals`: each task's key and recorded heap index,
