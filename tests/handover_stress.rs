@@ -5,7 +5,10 @@
 //! passed over and woken in every order), with cancels and removals while
 //! they run. Every task runs exactly once unless cancelled, none early, and
 //! nothing is left waiting: a lost hand-over shows up as a task that never
-//! runs before the generous bound.
+//! runs before the generous bound. A task cancelled before its deadline
+//! never runs; one cancelled later may have been running already (Java's
+//! `cancel` succeeds on a running one-shot task, whose body then finishes),
+//! so it runs at most once.
 
 mod common;
 
@@ -60,9 +63,13 @@ fn pool_runs_every_task_once_never_early() {
             Arc::new((0..TASKS).map(|_| AtomicUsize::new(0)).collect());
         let early = Arc::new(AtomicUsize::new(0));
         let mut handles = Vec::with_capacity(TASKS);
+        let mut due = Vec::with_capacity(TASKS);
+        // Tasks whose cancel returned true before their deadline.
+        let mut cancelled_early = vec![false; TASKS];
         for i in 0..TASKS {
             let delay = rng.delay();
             let not_before = Instant::now() + delay;
+            due.push(not_before);
             let (runs, early) = (runs.clone(), early.clone());
             let handle = pool
                 .schedule(
@@ -80,7 +87,12 @@ fn pool_runs_every_task_once_never_early() {
                 // Cancel an earlier task, likely still queued: the head may
                 // move while a successor waits for the old second.
                 let victim = (rng.next() as usize) % handles.len();
-                handles[victim].cancel();
+                // The pool's deadline is at or after `due` (read before
+                // `schedule`), so a cancel that returned before `due` came
+                // before any start that is not early.
+                if handles[victim].cancel() && Instant::now() < due[victim] {
+                    cancelled_early[victim] = true;
+                }
             }
             if i % 97 == 0 {
                 std::thread::sleep(Duration::from_micros(rng.next() % 300));
@@ -92,11 +104,16 @@ fn pool_runs_every_task_once_never_early() {
         );
         for (i, h) in handles.iter().enumerate() {
             let ran = runs[i].load(Ordering::SeqCst);
-            assert_eq!(
-                ran,
-                usize::from(!h.is_cancelled()),
-                "task {i}, round {round}"
-            );
+            if cancelled_early[i] {
+                assert_eq!(
+                    ran, 0,
+                    "task {i}, round {round}: ran after a cancel that won"
+                );
+            } else if h.is_cancelled() {
+                assert!(ran <= 1, "task {i}, round {round}: ran {ran} times");
+            } else {
+                assert_eq!(ran, 1, "task {i}, round {round}");
+            }
         }
         assert_eq!(
             early.load(Ordering::SeqCst),
