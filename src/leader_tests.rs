@@ -137,9 +137,11 @@ fn the_successor_leads_without_being_woken() {
 
 #[test]
 fn a_successor_made_leader_and_woken_early_spins_to_the_head() {
-    // Both wake 20 ms early (a learned wake-up delay, exaggerated so the
-    // early wake is unmistakable) and must spin the rest, never run early.
-    let early = 20 * MS;
+    // Both wake 100 ms early (a learned wake-up delay, exaggerated so the
+    // early wake is unmistakable, and wide enough that a loaded machine's
+    // late timer still fires before d2) and must spin the rest, never run
+    // early.
+    let early = 100 * MS;
     let now = Clock::Real.now();
     let (d1, d2) = (now + 600 * MS, now + 900 * MS);
     let (shared, a, b) = leader_and_successor(&[d1, d2], early);
@@ -148,7 +150,7 @@ fn a_successor_made_leader_and_woken_early_spins_to_the_head() {
     let (took_b, at_b, _) = b.join().unwrap();
     assert_eq!(took_b, d2);
     assert!(at_a >= d1 && at_b >= d2, "never early");
-    // One sleep, ended by its timer about 20 ms before d2; the rest was a
+    // One sleep, ended by its timer about 100 ms before d2; the rest was a
     // spin. Without the spin b would sleep again as leader: two wakes.
     let wakes = wakes_of(&shared, "b");
     assert_eq!(wakes.len(), 1, "{wakes:?}");

@@ -53,7 +53,8 @@ fn block_on<F: Future>(fut: F) -> (F::Output, usize) {
 #[test]
 fn await_a_value() {
     let pool = PoolGuard(ScheduledThreadPool::new(1));
-    let h = pool.schedule(|| 42, Duration::from_millis(20)).unwrap();
+    // Far enough out that the first poll comes first on a loaded machine.
+    let h = pool.schedule(|| 42, Duration::from_millis(200)).unwrap();
     let (out, wakes) = block_on(h);
     assert_eq!(out, Ok(42));
     assert_eq!(wakes, 1, "woken once, on completion");

@@ -13,7 +13,9 @@ const LONG: Duration = Duration::from_secs(3600);
 fn elements_come_out_in_deadline_order_never_early() {
     let q = DelayQueue::new();
     let start = Instant::now();
-    for ms in [30u64, 10, 20, 0, 40] {
+    // 100 ms apart: only a pause that long between two puts (whose
+    // deadlines are read one call at a time) could reorder them.
+    for ms in [300u64, 100, 200, 0, 400] {
         q.put(DelayItem::new(ms, Duration::from_millis(ms)));
     }
     let mut got = Vec::new();
@@ -28,7 +30,7 @@ fn elements_come_out_in_deadline_order_never_early() {
             break;
         }
     }
-    assert_eq!(got, vec![0, 10, 20, 30, 40]);
+    assert_eq!(got, vec![0, 100, 200, 300, 400]);
 }
 
 #[test]

@@ -50,14 +50,16 @@ fn claim_n(b: &dyn DurableBackend, n: usize, lease: Duration) -> Vec<schedpool::
 }
 
 fn order_and_never_early(b: &dyn DurableBackend) {
-    let da = put(b, "a", 60);
-    let db = put(b, "b", 20);
+    // Hundreds of ms: a loaded machine's pause before the first claim must
+    // not make "b" due.
+    let da = put(b, "a", 600);
+    let db = put(b, "b", 200);
     assert!(da > db);
     let first = b.claim(LEASE, 10, 0).unwrap();
     assert!(first.items.is_empty(), "nothing is due yet");
     let wait = first.wait.expect("items are pending");
     assert!(
-        wait <= Duration::from_millis(20),
+        wait <= Duration::from_millis(200),
         "the wait hint is the head: {wait:?}"
     );
     assert_eq!(b.peek_deadline_ms().unwrap(), Some(db));

@@ -40,16 +40,19 @@ fn opts(lease_ms: u64, max_block_ms: u64) -> QueueOptions {
 /// length", but the heartbeat thread ticks every `queue lease / 3`, fixed
 /// at start. With `d` shorter than the tick, the lease lapses between
 /// beats and another consumer claims the item while the first delivery is
-/// alive (and was never told its lease was lost).
+/// alive (and was never told its lease was lost). In seconds, not tens of
+/// milliseconds (a 9 s lease extended to 900 ms, watched for 3 s): the
+/// fixed 3 s tick lets it lapse, while a heartbeat a loaded machine delays
+/// by 60 ms does not.
 #[test]
 fn extend_to_a_shorter_lease_keeps_the_item_held() {
     let mem = MemoryBackend::new();
-    let a: DurableQueue<u64> = DurableQueue::with_options(mem.clone(), opts(900, 50)).unwrap();
-    let b: DurableQueue<u64> = DurableQueue::with_options(mem.clone(), opts(900, 50)).unwrap();
+    let a: DurableQueue<u64> = DurableQueue::with_options(mem.clone(), opts(9_000, 50)).unwrap();
+    let b: DurableQueue<u64> = DurableQueue::with_options(mem.clone(), opts(9_000, 50)).unwrap();
     a.put("x", &1, Duration::ZERO).unwrap();
     let held = a.take().unwrap().expect("due now");
-    held.extend(Duration::from_millis(90)).unwrap();
-    let until = Instant::now() + Duration::from_millis(1500);
+    held.extend(Duration::from_millis(900)).unwrap();
+    let until = Instant::now() + Duration::from_millis(3_000);
     let mut stolen = None;
     while Instant::now() < until {
         if let Some(d) = b.poll().unwrap() {
@@ -491,12 +494,14 @@ mod on_redis {
         let redis = Redis::start();
         watchdog(Duration::from_secs(60), || {
             let conn = |_: ()| RedisBackend::connect(&redis.url(), "ext").unwrap();
-            let a: DurableQueue<u64> = DurableQueue::with_options(conn(()), opts(900, 50)).unwrap();
-            let b: DurableQueue<u64> = DurableQueue::with_options(conn(()), opts(900, 50)).unwrap();
+            let a: DurableQueue<u64> =
+                DurableQueue::with_options(conn(()), opts(9_000, 50)).unwrap();
+            let b: DurableQueue<u64> =
+                DurableQueue::with_options(conn(()), opts(9_000, 50)).unwrap();
             a.put("x", &1, Duration::ZERO).unwrap();
             let held = a.take().unwrap().expect("due now");
-            held.extend(Duration::from_millis(90)).unwrap();
-            let until = Instant::now() + Duration::from_millis(1500);
+            held.extend(Duration::from_millis(900)).unwrap();
+            let until = Instant::now() + Duration::from_millis(3_000);
             let mut stolen = None;
             while Instant::now() < until {
                 if let Some(d) = b.poll().unwrap() {
@@ -576,7 +581,9 @@ mod on_redis {
                 assert!(t.join().unwrap());
                 worst = worst.max(start.elapsed());
             }
-            assert!(worst < Duration::from_millis(500), "close took {worst:?}");
+            // A lost close costs the whole 5 s `max_block`; 2 s leaves a
+            // loaded machine room.
+            assert!(worst < Duration::from_secs(2), "close took {worst:?}");
         });
     }
 
@@ -593,16 +600,23 @@ mod on_redis {
                 opts(30_000, 5_000),
             )
             .unwrap();
-            let mut worst = Duration::ZERO;
-            for _ in 0..10 {
+            // Counted, not the worst: one call a loaded machine delays by
+            // 40 ms is noise; a wait that ends on the server's tick (20 to
+            // 120 ms) is late in most calls.
+            let mut took = Vec::new();
+            for _ in 0..20 {
                 let t = Instant::now();
                 assert!(q.poll_timeout(Duration::from_millis(20)).unwrap().is_none());
-                worst = worst.max(t.elapsed());
+                took.push(t.elapsed());
             }
             q.close();
+            let late = took
+                .iter()
+                .filter(|&&d| d >= Duration::from_millis(60))
+                .count();
             assert!(
-                worst < Duration::from_millis(60),
-                "poll_timeout(20 ms) took up to {worst:?}"
+                late <= 4,
+                "poll_timeout(20 ms): {late} of 20 calls took 60 ms or more: {took:?}"
             );
         });
     }

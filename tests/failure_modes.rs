@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use common::{eventually, PoolGuard, EVENTUALLY};
+use common::{eventually, Gate, PoolGuard, EVENTUALLY};
 use schedpool::{
     DelayItem, DelayQueue, Delayed, ManualClock, ScheduledHandle, ScheduledThreadPool, TaskError,
 };
@@ -324,6 +324,10 @@ fn a_one_shot_cancels_itself() {
 #[test]
 fn a_periodic_task_cancels_itself() {
     let pool = pool(1, "self-cancel-p");
+    // Hold the only worker until the task has its own handle.
+    let gate = Gate::new();
+    let g = gate.clone();
+    pool.execute(move || g.wait()).unwrap();
     let slot: Arc<OnceLock<ScheduledHandle<()>>> = Arc::new(OnceLock::new());
     let runs = Arc::new(AtomicUsize::new(0));
     let (s, r) = (slot.clone(), runs.clone());
@@ -331,7 +335,7 @@ fn a_periodic_task_cancels_itself() {
         .schedule_at_fixed_rate(
             move || {
                 if r.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
-                    // The handle is set before the first run is due (10 ms).
+                    // The handle is set before the gate lets a run start.
                     assert!(s.get().expect("handle set").cancel());
                 }
             },
@@ -340,6 +344,7 @@ fn a_periodic_task_cancels_itself() {
         )
         .unwrap();
     assert!(slot.set(h).is_ok());
+    gate.open();
     eventually("the third run", || runs.load(Ordering::SeqCst) >= 3);
     let h = slot.get().unwrap();
     assert!(h.wait_timeout(EVENTUALLY));

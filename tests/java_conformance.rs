@@ -2074,8 +2074,11 @@ fn dq_tck_poll_in_executor() {
 #[test]
 fn dq_tck_delay() {
     let q: Queue = Arc::new(DelayQueue::new());
+    // One base instant: the deadlines' order does not depend on how far
+    // apart the puts ran.
+    let base = Instant::now();
     for d in [50u64, 30, 40, 10, 20] {
-        q.put(DelayItem::new(d as usize, ms(d)));
+        q.put(DelayItem::at(d as usize, base + ms(d)));
     }
     let mut last = 0;
     for _ in 0..5 {
@@ -4474,8 +4477,10 @@ fn a5_new_earlier_task_preempts_wait() {
 #[test]
 fn b_remove_head_while_taker_waits() {
     let q: Queue = Arc::new(DelayQueue::new());
-    let head = q.put(DelayItem::new(1, ms(40)));
-    q.put(DelayItem::new(2, ms(80)));
+    // The head is due 400 ms out, so a loaded machine's pauses do not let
+    // the taker have it before the removal.
+    let head = q.put(DelayItem::new(1, ms(400)));
+    q.put(DelayItem::new(2, ms(800)));
     let (tx, rx) = mpsc::channel();
     let q2 = q.clone();
     thread::spawn(move || tx.send(val(q2.take())).unwrap());

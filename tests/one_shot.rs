@@ -101,14 +101,16 @@ fn execute_is_fifo_on_one_thread() {
 fn mixed_delays_run_in_deadline_order() {
     let pool = PoolGuard(ScheduledThreadPool::new(1));
     let log = Log::new();
-    let delays = [50u64, 10, 40, 0, 30, 20];
+    // 100 ms apart: only a pause that long between two submissions (whose
+    // deadlines are read one call at a time) could reorder them.
+    let delays = [500u64, 100, 400, 0, 300, 200];
     for d in delays {
         let log = log.clone();
         pool.schedule(move || log.push(d), Duration::from_millis(d))
             .unwrap();
     }
     eventually("all ran", || log.len() == delays.len());
-    assert_eq!(log.get(), vec![0, 10, 20, 30, 40, 50]);
+    assert_eq!(log.get(), vec![0, 100, 200, 300, 400, 500]);
 }
 
 #[test]
