@@ -66,8 +66,10 @@ pub fn check_delay_queue<T>(q: &DelayQueue<T>) -> Result<(), String> {
 
 /// Checks the work queue of the pool that `handle` belongs to: the heap
 /// property on `(deadline, seq)`, each entry's deadline equals its task's,
-/// every heap task's recorded index is its own position, and the due lane
-/// is strictly increasing with every entry carrying the lane mark.
+/// every heap task's recorded index is its own position, the due lane is
+/// strictly increasing with every entry carrying the lane mark, and the
+/// wheel's run is strictly increasing, its slots hold only tasks of their
+/// own slot after the cursor, after the run, all carrying the wheel's marks.
 pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String> {
     let (_, shared) = handle.internals();
     let state = shared.lock();
@@ -108,6 +110,33 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
             }
         }
     }
+    let (run, slots, cursor) = state.queue.wheel_parts();
+    let live =
+        |e: &crate::work_queue::Entry| e.task.header().heap_index() == crate::wheel::IN_WHEEL;
+    for (i, e) in run.iter().enumerate() {
+        let mark = e.task.header().heap_index();
+        if !live(e) && (i == 0 || mark != crate::wheel::WHEEL_REMOVED) {
+            return Err(format!("wheel run task at {i} carries mark {mark}"));
+        }
+        if i > 0 && run[i - 1].key() >= e.key() {
+            return Err(format!("wheel run out of order at {i}"));
+        }
+    }
+    for (slot, e) in &slots {
+        let mark = e.task.header().heap_index();
+        if !live(e) && mark != crate::wheel::WHEEL_REMOVED {
+            return Err(format!("wheel slot task carries mark {mark}"));
+        }
+        if e.deadline >> crate::wheel::SHIFT != *slot || *slot <= cursor {
+            return Err(format!(
+                "task due {} in slot {slot} (cursor {cursor})",
+                e.deadline
+            ));
+        }
+        if run.last().is_some_and(|r| r.key() >= e.key()) {
+            return Err("a slot's task sorts before the run's back".into());
+        }
+    }
     let ready = state.queue.ready_snapshot();
     for (i, (key, mark)) in ready.iter().enumerate() {
         if *mark != crate::ready::IN_READY {
@@ -126,7 +155,13 @@ pub fn pool_heap_index<T: 'static>(handle: &ScheduledHandle<T>) -> Option<usize>
     let (header, shared) = handle.internals();
     let _state = shared.lock();
     let index = header.heap_index();
-    (index != NOT_QUEUED).then_some(index)
+    // Cancelled entries waiting to be discarded are no longer queued.
+    let gone = [
+        NOT_QUEUED,
+        crate::work_queue::LANE_REMOVED,
+        crate::wheel::WHEEL_REMOVED,
+    ];
+    (!gone.contains(&index)).then_some(index)
 }
 
 /// The durable queue's in-process leader/follower, for the loom models in

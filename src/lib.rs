@@ -114,6 +114,7 @@ mod stats;
 mod sync;
 mod task;
 mod task_ptr;
+mod wheel;
 mod work_queue;
 mod worker;
 

@@ -69,6 +69,10 @@ const LANE_MARK: u32 = u32::MAX - 1;
 const LANE_REMOVED_MARK: u32 = u32::MAX - 2;
 /// [`crate::ready::IN_READY`] as stored.
 const READY_MARK: u32 = u32::MAX - 3;
+/// [`crate::wheel::IN_WHEEL`] as stored.
+const WHEEL_MARK: u32 = u32::MAX - 4;
+/// [`crate::wheel::WHEEL_REMOVED`] as stored.
+const WHEEL_REMOVED_MARK: u32 = u32::MAX - 5;
 
 /// What kind of task this is (the `kind` field of the `task` span).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +205,8 @@ impl Header {
             LANE_MARK => crate::work_queue::IN_LANE,
             LANE_REMOVED_MARK => crate::work_queue::LANE_REMOVED,
             READY_MARK => crate::ready::IN_READY,
+            WHEEL_MARK => crate::wheel::IN_WHEEL,
+            WHEEL_REMOVED_MARK => crate::wheel::WHEEL_REMOVED,
             index => index as usize,
         }
     }
@@ -211,6 +217,8 @@ impl Header {
             crate::work_queue::IN_LANE => LANE_MARK,
             crate::work_queue::LANE_REMOVED => LANE_REMOVED_MARK,
             crate::ready::IN_READY => READY_MARK,
+            crate::wheel::IN_WHEEL => WHEEL_MARK,
+            crate::wheel::WHEEL_REMOVED => WHEEL_REMOVED_MARK,
             index => u32::try_from(index).unwrap_or(u32::MAX),
         };
         self.heap_index.store(index, Ordering::Relaxed);

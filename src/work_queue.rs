@@ -1,11 +1,12 @@
 //! The pool's work queue (Java's `DelayedWorkQueue`): the indexed heap, plus
-//! a FIFO lane for tasks that are already due when submitted.
+//! a FIFO lane for tasks that are already due when submitted, and a wheel
+//! for one-shot tasks due within the next ~16.8 ms ([`crate::wheel`]).
 //!
 //! # Invariants
 //!
-//! - Every queued task is in exactly one of `heap` and `lane`. Its header's
-//!   heap index is its heap position, or [`IN_LANE`]; a task that leaves
-//!   the queue gets [`NOT_QUEUED`].
+//! - Every queued task is in exactly one of `heap`, `lane` and `wheel`. Its
+//!   header's heap index is its heap position, [`IN_LANE`] or
+//!   [`IN_WHEEL`]; a task that leaves the queue gets [`NOT_QUEUED`].
 //! - The lane is strictly increasing in `(deadline, seq)`. A task due at
 //!   submission normally sorts after the lane's back already (the clock is
 //!   monotonic and sequence numbers grow); one that would not (two
@@ -13,10 +14,14 @@
 //!   goes to the heap instead, at its exact deadline. Deadlines are never
 //!   changed: a bumped one could be a future that a frozen manual clock
 //!   never reaches.
-//! - The queue's order is the merge of the two: `pop` takes whichever front
-//!   comes first by `(deadline, seq)`, so FIFO among equal deadlines holds
-//!   across both. The lane makes a burst of due tasks O(1) to push and pop
-//!   (no sift, no index writes into other tasks).
+//! - The queue's order is the merge of the three: `pop` takes whichever
+//!   front comes first by `(deadline, seq)`, so FIFO among equal deadlines
+//!   holds across them. The lane makes a burst of due tasks O(1) to push and
+//!   pop (no sift, no index writes into other tasks), the wheel a stream of
+//!   near ones. Its tasks still in slots come after its boundary, and after
+//!   every mutation the first task comes before the boundary
+//!   ([`WorkQueue::settle`]), so the front, the head's deadline and "new
+//!   head" are exact without looking into the slots.
 //! - Removing a cancelled task from the lane ([`WorkQueue::remove`]) does
 //!   not search for it: its entry is marked [`LANE_REMOVED`] and no longer
 //!   counts in `len`; it is discarded, without running or counting as a
@@ -48,6 +53,7 @@ use crate::heap::{HeapEntry, IndexedHeap, Positions, NOT_QUEUED};
 use crate::ready::{Ready, IN_READY};
 use crate::task::{Header, Kind};
 use crate::task_ptr::TaskPtr;
+use crate::wheel::{Wheel, IN_WHEEL, WHEEL_REMOVED};
 
 /// The heap index recorded for a task in the lane.
 pub(crate) const IN_LANE: usize = usize::MAX - 1;
@@ -112,6 +118,16 @@ pub(crate) struct WorkQueue {
     /// (Workers' lock-free takes leave it set; a later push then moves an
     /// empty batch back, which costs one lock.)
     ready_last: Option<(Nanos, u64)>,
+    /// One-shot tasks due within the next ~16.8 ms ([`crate::wheel`]).
+    wheel: Wheel,
+}
+
+/// Where the queue's first task is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Source {
+    Lane,
+    Heap,
+    Wheel,
 }
 
 /// Is `task` the task behind `entry`? (Data pointers; vtables may differ.)
@@ -135,12 +151,15 @@ impl WorkQueue {
             ready,
             fill_buf: Vec::new(),
             ready_last: None,
+            wheel: Wheel::new(),
         }
     }
 
     /// Queued tasks, the ready batch included (its hint: see the invariants).
     pub(crate) fn len(&self) -> usize {
-        self.heap.len() + self.lane.len() - self.removed_in_lane + self.ready.hint_len()
+        self.heap.len() + self.lane.len() - self.removed_in_lane
+            + self.wheel.len()
+            + self.ready.hint_len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -167,15 +186,36 @@ impl WorkQueue {
         }
     }
 
-    /// Does the lane's front come before the heap's?
-    fn lane_first(&self) -> Option<bool> {
-        match (self.lane.front(), self.heap.peek()) {
-            (None, None) => None,
-            (Some(_), None) => Some(true),
-            (None, Some(_)) => Some(false),
-            (Some(l), Some(h)) => {
-                Some(l.deadline < h.deadline || (l.deadline == h.deadline && l.key() < h.key()))
+    /// Which front comes first by `(deadline, seq)`: the lane's, the
+    /// heap's or the wheel's run's (the sequence number only on a tie).
+    fn first(&self) -> Option<Source> {
+        let mut best: Option<(&Entry, Source)> = None;
+        let fronts = [
+            (self.lane.front(), Source::Lane),
+            (self.heap.peek(), Source::Heap),
+            (self.wheel.front(), Source::Wheel),
+        ];
+        for (front, source) in fronts {
+            let Some(e) = front else { continue };
+            let earlier = best.is_none_or(|(b, _)| {
+                e.deadline < b.deadline || (e.deadline == b.deadline && e.key() < b.key())
+            });
+            if earlier {
+                best = Some((e, source));
             }
+        }
+        best.map(|(_, source)| source)
+    }
+
+    /// Restores the wheel's part of the invariants after the front moved
+    /// or a first slot filled: while the first task is missing or not
+    /// before the wheel's boundary, the next slot joins the run.
+    fn settle(&mut self) {
+        while let Some(boundary) = self.wheel.boundary() {
+            if self.front().is_some_and(|e| e.deadline < boundary) {
+                return;
+            }
+            self.wheel.advance();
         }
     }
 
@@ -202,13 +242,18 @@ impl WorkQueue {
             // A due task is first: 0 bounds whatever comes second.
             return (self.len() > 1).then_some(0);
         }
-        // The first two of the union are among the lane's first two and
-        // the heap's first two.
+        // The first two of the union are among the lane's first two, the
+        // heap's first two and the wheel's (its run's first two, and its
+        // boundary for the tasks still in slots).
+        let wheel = self.wheel.first_deadlines();
         let mut candidates = [
             self.lane.front().map(|e| e.deadline),
             self.lane.get(1).map(|e| e.deadline),
             self.heap.peek().map(|e| e.deadline),
             self.heap.second_deadline(),
+            wheel[0],
+            wheel[1],
+            wheel[2],
         ];
         candidates.sort_unstable_by_key(|d| d.unwrap_or(Nanos::MAX));
         candidates[1]
@@ -234,13 +279,24 @@ impl WorkQueue {
         if !fits_lane {
             // Not yet due, or it would break the lane's order (a racing
             // submitter queued a later sequence number first, or a trigger
-            // pulled an old task forward): the heap keeps it exactly.
-            let heap_top = self.heap.push(Entry::new(deadline, task), &mut InTask);
-            return heap_top && self.lane_first() == Some(false);
+            // pulled an old task forward): the wheel or the heap keeps it
+            // exactly. A wheel task is the head only of an empty queue: it
+            // comes after the boundary, which comes after the first task
+            // (read before settling, the front is the one before the push).
+            let entry = match self.wheel.push(Entry::new(deadline, task), now) {
+                Ok(()) => {
+                    let empty = self.front().is_none();
+                    self.settle();
+                    return empty;
+                }
+                Err(entry) => entry,
+            };
+            let heap_top = self.heap.push(entry, &mut InTask);
+            return heap_top && self.first() == Some(Source::Heap);
         }
         header.set_heap_index(IN_LANE);
         self.lane.push_back(Entry::new(deadline, task));
-        self.lane.len() - self.removed_in_lane == 1 && self.lane_first() == Some(true)
+        self.lane.len() - self.removed_in_lane == 1 && self.first() == Some(Source::Lane)
     }
 
     /// Starts loading the lines the next pop reads first
@@ -311,27 +367,41 @@ impl WorkQueue {
 
     /// The first entry of the heap and the lane.
     fn front(&self) -> Option<&Entry> {
-        match self.lane_first()? {
-            true => self.lane.front(),
-            false => self.heap.peek(),
+        match self.first()? {
+            Source::Lane => self.lane.front(),
+            Source::Heap => self.heap.peek(),
+            Source::Wheel => self.wheel.front(),
         }
     }
 
     /// Removes and returns the first task of the heap and the lane.
     fn pop_queued(&mut self) -> Option<Entry> {
-        let entry = match self.lane_first()? {
-            true => self.lane.pop_front()?,
-            false => self.heap.pop(&mut InTask)?,
+        let entry = match self.first()? {
+            Source::Lane => self.lane.pop_front()?,
+            Source::Heap => self.heap.pop(&mut InTask)?,
+            Source::Wheel => self.wheel.pop_front()?,
         };
         entry.task.header().set_heap_index(NOT_QUEUED);
         self.discard_removed_front();
+        self.settle();
         Some(entry)
     }
 
     /// Removes a cancelled task: from the heap in O(log n), returning its
-    /// entry; from the lane by marking it (see the invariants), in O(1).
+    /// entry; from the lane or the wheel by marking it (see the
+    /// invariants), in O(1).
     pub(crate) fn remove(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
+        let removed = self.remove_unsettled(header, task);
+        self.settle();
+        removed
+    }
+
+    fn remove_unsettled(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
         let index = header.heap_index();
+        if index == IN_WHEEL {
+            self.wheel.mark_removed(header);
+            return None;
+        }
         if index == IN_LANE {
             header.set_heap_index(LANE_REMOVED);
             self.removed_in_lane += 1;
@@ -343,7 +413,7 @@ impl WorkQueue {
             header.set_heap_index(NOT_QUEUED);
             return Some(entry);
         }
-        if index == NOT_QUEUED || index == LANE_REMOVED {
+        if index == NOT_QUEUED || index == LANE_REMOVED || index == WHEEL_REMOVED {
             return None;
         }
         if !self.heap.get(index).is_some_and(|e| is_task(e, task)) {
@@ -359,6 +429,11 @@ impl WorkQueue {
     /// stale entry behind (pause, trigger, reschedule, taking back a task
     /// no worker will run); cancel uses [`remove`](Self::remove).
     pub(crate) fn remove_anywhere(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
+        if header.heap_index() == IN_WHEEL {
+            let entry = self.wheel.remove(header.deadline(), task);
+            self.settle();
+            return entry;
+        }
         if header.heap_index() != IN_LANE {
             return self.remove(header, task);
         }
@@ -366,6 +441,7 @@ impl WorkQueue {
         let entry = self.lane.remove(at)?;
         header.set_heap_index(NOT_QUEUED);
         self.discard_removed_front();
+        self.settle();
         Some(entry)
     }
 
@@ -377,6 +453,7 @@ impl WorkQueue {
             entry.task.header().set_heap_index(NOT_QUEUED);
         }
         removed.extend(self.heap.retain(&mut keep, &mut InTask));
+        self.wheel.retain(&mut keep, &mut removed);
         let lane = std::mem::take(&mut self.lane);
         self.removed_in_lane = 0;
         for entry in lane {
@@ -389,6 +466,7 @@ impl WorkQueue {
                 removed.push(entry);
             }
         }
+        self.settle();
         removed
     }
 
@@ -410,6 +488,12 @@ impl WorkQueue {
     /// For `crate::internals`: the ready batch's keys and marks.
     pub(crate) fn ready_snapshot(&self) -> Vec<((Nanos, u64), usize)> {
         self.ready.snapshot()
+    }
+
+    /// For `crate::internals`: the wheel's run, its slots' entries with
+    /// their absolute slot numbers, and its cursor.
+    pub(crate) fn wheel_parts(&self) -> (Vec<&Entry>, Vec<(u64, &Entry)>, u64) {
+        self.wheel.parts()
     }
 
     /// For `crate::internals`: the heap entries in array order, and the lane.

@@ -134,3 +134,104 @@ fn the_ready_batch_is_drained_and_retained_with_the_rest() {
     assert_eq!(order, [0, 2, 3]);
     assert!(q.is_empty());
 }
+
+/// The wheel behind the merge, against a `BTreeMap` model: random
+/// nanosecond deadlines (many per slot, so slots must sort), some due, some
+/// beyond the horizon, and periodic ones (never in the wheel); pops at an
+/// advancing `now`, cancels (marks), pause-like removals, retains, drains.
+/// After every step the length, the head and the second deadline's bound
+/// agree, and every popped task is the model's first.
+#[test]
+fn the_wheel_keeps_the_queue_order() {
+    use std::collections::BTreeMap;
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut rnd = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for round in 0..40 {
+        let mut q = WorkQueue::new();
+        let mut model: BTreeMap<(Nanos, u64), TaskPtr> = BTreeMap::new();
+        let mut now: Nanos = 1_000_000_000 + rnd(1 << 20);
+        let mut seq = 0;
+        for step in 0..3_000 {
+            let ctx = format!("round {round}, step {step}");
+            match rnd(12) {
+                0..=4 => {
+                    // Mostly within the horizon (~16.8 ms), a few beyond it,
+                    // a few due; ties now and then.
+                    let delay = match rnd(10) {
+                        0 => 20_000_000 + rnd(40_000_000),
+                        1 => 0,
+                        2 => 1_000 * rnd(4),
+                        _ => rnd(17_000_000),
+                    };
+                    let deadline = now + delay;
+                    let kind = if rnd(10) == 0 {
+                        Kind::FixedRate
+                    } else {
+                        Kind::Once
+                    };
+                    let t = TaskPtr::new(OnceTask::new(Header::new(seq, deadline, kind), || ()));
+                    seq += 1;
+                    q.push(t.clone(), now);
+                    model.insert((deadline, t.header().seq()), t);
+                }
+                5..=6 => {
+                    let popped = q.pop_due(now);
+                    let first = model.first_key_value().map(|(k, _)| *k);
+                    match first {
+                        Some(key) if key.0 <= now => {
+                            let e = popped.unwrap_or_else(|| panic!("{ctx}: nothing popped"));
+                            assert_eq!(e.key(), key, "{ctx}");
+                            assert_eq!(e.task.header().heap_index(), NOT_QUEUED, "{ctx}");
+                            model.remove(&key);
+                        }
+                        _ => assert!(popped.is_none(), "{ctx}: popped early"),
+                    }
+                }
+                7 if !model.is_empty() => {
+                    // Cancel: a mark (lane, wheel) or a removal (heap).
+                    let i = rnd(model.len() as u64) as usize;
+                    let key = *model.keys().nth(i).expect("an entry");
+                    let t = model.remove(&key).expect("the task");
+                    assert!(t.header().try_cancel(), "{ctx}");
+                    drop(q.remove(t.header(), t.as_ptr()));
+                }
+                8 if !model.is_empty() => {
+                    // Pause-like: out of wherever it is, at once.
+                    let i = rnd(model.len() as u64) as usize;
+                    let key = *model.keys().nth(i).expect("an entry");
+                    let t = model.remove(&key).expect("the task");
+                    let e = q.remove_anywhere(t.header(), t.as_ptr());
+                    assert!(e.is_some_and(|e| e.key() == key), "{ctx}: not found");
+                    assert_eq!(t.header().heap_index(), NOT_QUEUED, "{ctx}");
+                }
+                9 if rnd(20) == 0 => {
+                    let removed = q.retain(|e| e.task.header().seq() % 3 != 0);
+                    for e in &removed {
+                        assert!(model.remove(&e.key()).is_some(), "{ctx}: retain");
+                    }
+                    model.retain(|k, _| k.1 % 3 != 0);
+                }
+                _ => now += rnd(2_000_000),
+            }
+            assert_eq!(q.len(), model.len(), "{ctx}: len");
+            let first = model.keys().next().map(|k| k.0);
+            assert_eq!(q.peek_deadline(), first, "{ctx}: head");
+            if let Some(second) = model.keys().nth(1).map(|k| k.0) {
+                let bound = q.second_deadline().expect("two queued");
+                assert!(bound <= second, "{ctx}: second {bound} > {second}");
+            }
+        }
+        let order: Vec<(Nanos, u64)> = q.drain().iter().map(Entry::key).collect();
+        assert_eq!(
+            order,
+            model.keys().copied().collect::<Vec<_>>(),
+            "round {round}: drain"
+        );
+        assert!(q.is_empty());
+    }
+}

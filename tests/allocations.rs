@@ -33,12 +33,16 @@ fn one_allocation_per_task_and_none_from_tracing_without_a_subscriber() {
     const N: u64 = 20_000;
     let pool = ScheduledThreadPool::new(2);
     let done = Arc::new(AtomicUsize::new(0));
-    // Warm up: start the workers, grow the queue's buffers.
-    for _ in 0..N {
+    // Warm up: start the workers, grow the queue's buffers (the lane's,
+    // and the wheel's slots and run: the same delays as measured below).
+    for i in 0..N {
         let d = done.clone();
-        pool.execute(move || {
-            d.fetch_add(1, Ordering::Relaxed);
-        })
+        pool.schedule(
+            move || {
+                d.fetch_add(1, Ordering::Relaxed);
+            },
+            Duration::from_micros(i % 3 * 50),
+        )
         .unwrap();
     }
     while done.load(Ordering::Relaxed) < N as usize {

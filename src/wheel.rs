@@ -1,0 +1,333 @@
+//! The near-future wheel: one-shot tasks due within the next ~16.8 ms wait
+//! in time slots in front of the heap, and a slot is sorted only when the
+//! queue's front reaches it.
+//!
+//! Why: with producers and workers streaming tasks a few milliseconds out
+//! (W7), the heap's pop was the workers' largest cost and ran under the pool
+//! lock: a sift-down of about seven levels, each writing the moved task's
+//! index into that task (`docs/performance.md`). Here a push is an append
+//! to a slot, a slot's tasks are sorted together once (a small sort over
+//! contiguous entries), and a pop takes the sorted run's front in O(1),
+//! writing no other task. Tasks further out, periodic tasks and due ones
+//! keep the heap and the lane.
+//!
+//! # Invariants
+//!
+//! - Absolute slot `s = deadline >> SHIFT` lives at `slots[s % SLOTS]`, and
+//!   only slots in `(cursor, cursor + SLOTS)` hold entries, so no two
+//!   absolute slots share a place. Every entry in a slot is due at or after
+//!   [`Wheel::boundary`], `(cursor + 1) << SHIFT`.
+//! - `occupied` has bit `i` set exactly when `slots[i]` is non-empty;
+//!   `in_slots` counts their entries, cancelled ones included.
+//! - The run holds the tasks of slots up to `cursor`, strictly increasing
+//!   in `(deadline, seq)`; its front is never a cancelled entry.
+//! - A task here carries [`IN_WHEEL`] as its heap index; a cancelled one,
+//!   [`WHEEL_REMOVED`]: it no longer counts in `live`, its closure was
+//!   dropped by the cancel, and its entry (one reference) is discarded when
+//!   its slot is sorted or when it reaches the run's front, at most one
+//!   horizon ([`SLOTS`] slots) after the cancel, as the lane does for its
+//!   own (`crate::work_queue`).
+//! - The work queue keeps its front exact: whenever its first task (of the
+//!   heap, the lane and the run) is missing or not before `boundary`, it
+//!   calls [`Wheel::advance`] until one is (`WorkQueue::settle`).
+
+use std::collections::VecDeque;
+
+use crate::clock::Nanos;
+use crate::heap::NOT_QUEUED;
+use crate::task::Kind;
+use crate::work_queue::{is_task, Entry};
+
+/// The heap index recorded for a task in the wheel (a slot or the run).
+pub(crate) const IN_WHEEL: usize = usize::MAX - 4;
+
+/// The heap index recorded for a cancelled task left in the wheel.
+pub(crate) const WHEEL_REMOVED: usize = usize::MAX - 5;
+
+/// A slot spans `2^SHIFT` ns (16.4 µs): W7's stream puts a few dozen tasks
+/// in each, a cheap sort.
+pub(crate) const SHIFT: u32 = 14;
+
+/// Slots in the wheel: a horizon of 1024 × 16.4 µs ≈ 16.8 ms.
+const SLOTS: usize = 1024;
+
+/// See the module documentation.
+pub(crate) struct Wheel {
+    slots: Vec<Vec<Entry>>,
+    occupied: [u64; SLOTS / 64],
+    in_slots: usize,
+    /// The last absolute slot moved to the run.
+    cursor: u64,
+    run: VecDeque<Entry>,
+    /// Live (not cancelled) tasks in the slots and the run.
+    live: usize,
+    /// Cancelled entries in the slots and the run, not yet discarded: while
+    /// there are none, moving a slot and popping read no task's header.
+    removed: usize,
+    /// Emptied slot vectors, kept for the next slot that fills: a few
+    /// circulate (as many as slots are occupied at once), not one per slot.
+    spare: Vec<Vec<Entry>>,
+}
+
+impl Wheel {
+    pub(crate) fn new() -> Self {
+        Wheel {
+            slots: (0..SLOTS).map(|_| Vec::new()).collect(),
+            occupied: [0; SLOTS / 64],
+            in_slots: 0,
+            cursor: 0,
+            run: VecDeque::new(),
+            live: 0,
+            removed: 0,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Live tasks here.
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Takes `entry` if it is a one-shot task due within the horizon and
+    /// after the cursor's slot; gives it back otherwise (the heap's).
+    pub(crate) fn push(&mut self, entry: Entry, now: Nanos) -> Result<(), Entry> {
+        if self.in_slots == 0 {
+            // Nothing waits in a slot: the cursor may catch up with the clock.
+            self.cursor = self.cursor.max(now >> SHIFT);
+        }
+        let slot = entry.deadline >> SHIFT;
+        let header = entry.task.header();
+        if entry.deadline <= now
+            || slot <= self.cursor
+            || slot - self.cursor >= SLOTS as u64
+            || header.kind() != Kind::Once
+        {
+            return Err(entry);
+        }
+        header.set_heap_index(IN_WHEEL);
+        let at = (slot % SLOTS as u64) as usize;
+        if self.slots[at].capacity() == 0 {
+            if let Some(spare) = self.spare.pop() {
+                self.slots[at] = spare;
+            }
+        }
+        self.slots[at].push(entry);
+        self.occupied[at / 64] |= 1 << (at % 64);
+        self.in_slots += 1;
+        self.live += 1;
+        Ok(())
+    }
+
+    /// The earliest deadline a task still in a slot may have, if any is.
+    #[inline]
+    pub(crate) fn boundary(&self) -> Option<Nanos> {
+        (self.in_slots > 0).then(|| (self.cursor + 1) << SHIFT)
+    }
+
+    /// The run's first task (live).
+    #[inline]
+    pub(crate) fn front(&self) -> Option<&Entry> {
+        self.run.front()
+    }
+
+    /// Bounds for the second task: the run's first two and the boundary.
+    pub(crate) fn first_deadlines(&self) -> [Option<Nanos>; 3] {
+        [
+            self.run.front().map(|e| e.deadline),
+            self.run.get(1).map(|e| e.deadline),
+            self.boundary(),
+        ]
+    }
+
+    /// Removes the run's first task.
+    pub(crate) fn pop_front(&mut self) -> Option<Entry> {
+        let entry = self.run.pop_front()?;
+        self.live -= 1;
+        self.discard_removed_front();
+        Some(entry)
+    }
+
+    /// Moves the next occupied slot, sorted and without its cancelled
+    /// entries, to the run's back. Call only while [`boundary`] is `Some`.
+    ///
+    /// [`boundary`]: Self::boundary
+    pub(crate) fn advance(&mut self) {
+        let Some(step) = self.next_occupied() else {
+            debug_assert!(false, "advance with every slot empty");
+            return;
+        };
+        self.cursor += step;
+        let at = (self.cursor % SLOTS as u64) as usize;
+        self.occupied[at / 64] &= !(1 << (at % 64));
+        let mut slot = std::mem::take(&mut self.slots[at]);
+        self.in_slots -= slot.len();
+        if self.removed > 0 {
+            let mut discarded = 0;
+            slot.retain(|e| {
+                let header = e.task.header();
+                let removed = header.heap_index() == WHEEL_REMOVED;
+                if removed {
+                    header.set_heap_index(NOT_QUEUED);
+                    discarded += 1;
+                }
+                !removed
+            });
+            self.removed -= discarded;
+        }
+        slot.sort_unstable_by(|a, b| {
+            a.deadline
+                .cmp(&b.deadline)
+                .then_with(|| a.task.header().seq().cmp(&b.task.header().seq()))
+        });
+        debug_assert!(self
+            .run
+            .back()
+            .is_none_or(|b| slot.first().is_none_or(|f| b.key() < f.key())));
+        self.run.extend(slot.drain(..));
+        // Keep its room for the next slot to fill, unless a burst made it
+        // large or enough are kept.
+        if slot.capacity() <= 64 && self.spare.len() < 64 {
+            self.spare.push(slot);
+        }
+    }
+
+    /// How many slots after the cursor the next occupied one is.
+    fn next_occupied(&self) -> Option<u64> {
+        let start = ((self.cursor + 1) % SLOTS as u64) as usize;
+        // Words from the start's, wrapping around once (the start's word
+        // again last, for the bits before the start).
+        for k in 0..=SLOTS / 64 {
+            let w = (start / 64 + k) % (SLOTS / 64);
+            let mut bits = self.occupied[w];
+            if k == 0 {
+                bits &= !0u64 << (start % 64);
+            }
+            if bits != 0 {
+                let at = w * 64 + bits.trailing_zeros() as usize;
+                let step = (at + SLOTS - start) % SLOTS;
+                return Some(step as u64 + 1);
+            }
+        }
+        None
+    }
+
+    /// A cancelled task: marks it (see the invariants). True if it was here.
+    pub(crate) fn mark_removed(&mut self, header: &crate::task::Header) -> bool {
+        if header.heap_index() != IN_WHEEL {
+            return false;
+        }
+        header.set_heap_index(WHEEL_REMOVED);
+        self.live -= 1;
+        self.removed += 1;
+        self.discard_removed_front();
+        true
+    }
+
+    /// Takes the task out wherever it is here (a linear search of its slot
+    /// or of the run), for pause, trigger and reschedule.
+    pub(crate) fn remove(&mut self, deadline: Nanos, task: *const u8) -> Option<Entry> {
+        let slot = deadline >> SHIFT;
+        let entry = if slot > self.cursor {
+            let at = (slot % SLOTS as u64) as usize;
+            let i = self.slots[at].iter().position(|e| is_task(e, task))?;
+            let entry = self.slots[at].swap_remove(i);
+            self.in_slots -= 1;
+            if self.slots[at].is_empty() {
+                self.occupied[at / 64] &= !(1 << (at % 64));
+            }
+            entry
+        } else {
+            let i = self.run.iter().position(|e| is_task(e, task))?;
+            self.run.remove(i)?
+        };
+        self.live -= 1;
+        entry.task.header().set_heap_index(NOT_QUEUED);
+        self.discard_removed_front();
+        Some(entry)
+    }
+
+    /// Keeps the live tasks for which `keep` is true; appends the others
+    /// to `removed` (cancelled entries are discarded).
+    pub(crate) fn retain(
+        &mut self,
+        keep: &mut impl FnMut(&Entry) -> bool,
+        removed: &mut Vec<Entry>,
+    ) {
+        let mut sort = |entries: &mut dyn Iterator<Item = Entry>, kept: &mut Vec<Entry>| {
+            for entry in entries {
+                let header = entry.task.header();
+                if header.heap_index() == WHEEL_REMOVED {
+                    header.set_heap_index(NOT_QUEUED);
+                } else if keep(&entry) {
+                    kept.push(entry);
+                } else {
+                    header.set_heap_index(NOT_QUEUED);
+                    removed.push(entry);
+                }
+            }
+        };
+        let mut kept = Vec::new();
+        sort(&mut std::mem::take(&mut self.run).into_iter(), &mut kept);
+        self.run = kept.drain(..).collect();
+        for at in 0..SLOTS {
+            if !self.slots[at].is_empty() {
+                sort(
+                    &mut std::mem::take(&mut self.slots[at]).into_iter(),
+                    &mut kept,
+                );
+                self.slots[at] = std::mem::take(&mut kept);
+            }
+        }
+        self.recount();
+    }
+
+    /// After a rebuild: the counts and the bitmap from the slots and the run.
+    fn recount(&mut self) {
+        self.in_slots = 0;
+        self.occupied = [0; SLOTS / 64];
+        for (at, slot) in self.slots.iter().enumerate() {
+            if !slot.is_empty() {
+                self.in_slots += slot.len();
+                self.occupied[at / 64] |= 1 << (at % 64);
+            }
+        }
+        let live_in = |e: &Entry| e.task.header().heap_index() == IN_WHEEL;
+        self.live = self.run.iter().filter(|e| live_in(e)).count()
+            + self.slots.iter().flatten().filter(|e| live_in(e)).count();
+        // `retain` discarded every cancelled entry.
+        self.removed = 0;
+        self.discard_removed_front();
+    }
+
+    /// Discards cancelled entries from the run's front.
+    fn discard_removed_front(&mut self) {
+        if self.removed == 0 {
+            return; // the common case: no header to touch
+        }
+        while self
+            .run
+            .front()
+            .is_some_and(|e| e.task.header().heap_index() == WHEEL_REMOVED)
+        {
+            let entry = self.run.pop_front().expect("a front");
+            entry.task.header().set_heap_index(NOT_QUEUED);
+            self.removed -= 1;
+            // The cancel that marked it holds another reference (a handle
+            // is alive while cancelling), so this drop runs no user code.
+            drop(entry);
+        }
+    }
+
+    /// For `crate::internals`: the run, then each slot's entries with its
+    /// absolute slot number, and the cursor.
+    pub(crate) fn parts(&self) -> (Vec<&Entry>, Vec<(u64, &Entry)>, u64) {
+        let mut slots = Vec::new();
+        for step in 1..SLOTS as u64 {
+            let slot = self.cursor + step;
+            for e in &self.slots[(slot % SLOTS as u64) as usize] {
+                slots.push((slot, e));
+            }
+        }
+        (self.run.iter().collect(), slots, self.cursor)
+    }
+}
