@@ -144,6 +144,10 @@ impl Wheel {
         let entry = self.run.pop_front()?;
         self.live -= 1;
         self.discard_removed_front();
+        if self.run.is_empty() && self.run.capacity() > 1024 {
+            // A burst into one slot is over: give its room back.
+            self.run.shrink_to(64);
+        }
         Some(entry)
     }
 
@@ -316,6 +320,12 @@ impl Wheel {
             // is alive while cancelling), so this drop runs no user code.
             drop(entry);
         }
+    }
+
+    /// The run's room, for a test.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn run_capacity(&self) -> usize {
+        self.run.capacity()
     }
 
     /// For `crate::internals`: the run, then each slot's entries with its

@@ -235,3 +235,25 @@ fn the_wheel_keeps_the_queue_order() {
         assert!(q.is_empty());
     }
 }
+
+/// A burst of near tasks sorted into one run gives its room back once the
+/// run is empty (a pool's memory does not stay at its busiest minute).
+#[test]
+fn the_wheel_gives_a_burst_s_room_back() {
+    let mut q = WorkQueue::new();
+    let now: Nanos = 1 << 30;
+    // The first task becomes the front at once; the rest wait behind it,
+    // all in one slot, 1 ms out.
+    q.push(task(0, now + 100_000), now);
+    for seq in 1..5_000 {
+        q.push(task(seq, now + 1_000_000), now);
+    }
+    assert_eq!(q.len(), 5_000);
+    let mut last = None;
+    while let Some(e) = q.pop_due(now + 2_000_000) {
+        assert!(last < Some(e.key()), "in order");
+        last = Some(e.key());
+    }
+    assert!(q.is_empty());
+    assert!(q.wheel.run_capacity() <= 1024, "the run kept its room");
+}
