@@ -24,9 +24,10 @@
 //! - A task here carries [`IN_WHEEL`] as its heap index; a cancelled one,
 //!   [`WHEEL_REMOVED`]: it no longer counts in `live`, its closure was
 //!   dropped by the cancel, and its entry (one reference) is discarded when
-//!   its slot is sorted or when it reaches the run's front, at most one
-//!   horizon ([`SLOTS`] slots) after the cancel, as the lane does for its
-//!   own (`crate::work_queue`).
+//!   its slot is sorted or when it reaches the run's front (on the real
+//!   clock, within one horizon of [`SLOTS`] slots), as the lane does for
+//!   its own (`crate::work_queue`), or by a sweep once more than 1,024 of
+//!   them outnumber the live tasks: they never exceed `max(1024, live)`.
 //! - The work queue keeps its front exact: whenever its first task (of the
 //!   heap, the lane and the run) is missing or not before `boundary`, it
 //!   calls [`Wheel::advance`] until one is (`WorkQueue::settle`).
@@ -224,6 +225,13 @@ impl Wheel {
         self.live -= 1;
         self.removed += 1;
         self.discard_removed_front();
+        if self.removed > 1024 && self.removed > self.live {
+            // Schedule-and-cancel behind a front that does not move (a
+            // frozen manual clock, a busy pool) would pile entries up:
+            // sweep once they outnumber the live tasks (amortized O(1),
+            // each sweep at least halves what is here).
+            self.retain(&mut |_| true, &mut Vec::new());
+        }
         true
     }
 

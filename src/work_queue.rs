@@ -280,14 +280,14 @@ impl WorkQueue {
             // Not yet due, or it would break the lane's order (a racing
             // submitter queued a later sequence number first, or a trigger
             // pulled an old task forward): the wheel or the heap keeps it
-            // exactly. A wheel task is the head only of an empty queue: it
-            // comes after the boundary, which comes after the first task
-            // (read before settling, the front is the one before the push).
+            // exactly. Whether a wheel task is the new head is read after
+            // settling: with no slot occupied before, the first task may
+            // have been later than the new one (a far heap head).
+            let ptr = task.as_ptr();
             let entry = match self.wheel.push(Entry::new(deadline, task), now) {
                 Ok(()) => {
-                    let empty = self.front().is_none();
                     self.settle();
-                    return empty;
+                    return self.front().is_some_and(|e| is_task(e, ptr));
                 }
                 Err(entry) => entry,
             };

@@ -137,38 +137,39 @@ fn the_ready_batch_is_drained_and_retained_with_the_rest() {
 
 /// The wheel behind the merge, against a `BTreeMap` model: random
 /// nanosecond deadlines (many per slot, so slots must sort), some due, some
-/// beyond the horizon, and periodic ones (never in the wheel); pops at an
-/// advancing `now`, cancels (marks), pause-like removals, retains, drains.
-/// After every step the length, the head and the second deadline's bound
-/// agree, and every popped task is the model's first.
+/// beyond the horizon, periodic ones (never in the wheel), stale `now`s (as
+/// an inbox submission's), time from 0 and jumps of seconds; pops, fills of
+/// the ready batch (and the moves back they cause), cancels (marks),
+/// pause-like removals, retains and drains. After every step the length,
+/// the head, the second deadline's bound and the ready batch (the model's
+/// prefix) agree, and so does every push's "new head" answer.
 #[test]
 fn the_wheel_keeps_the_queue_order() {
     use std::collections::BTreeMap;
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
     let mut rnd = move |n: u64| {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         x % n
     };
-    for round in 0..40 {
+    for round in 0..60 {
         let mut q = WorkQueue::new();
         let mut model: BTreeMap<(Nanos, u64), TaskPtr> = BTreeMap::new();
-        let mut now: Nanos = 1_000_000_000 + rnd(1 << 20);
+        let mut now: Nanos = if round % 2 == 0 { 0 } else { rnd(1 << 20) };
         let mut seq = 0;
-        for step in 0..3_000 {
+        for step in 0..4_000 {
             let ctx = format!("round {round}, step {step}");
-            match rnd(12) {
+            match rnd(14) {
                 0..=4 => {
-                    // Mostly within the horizon (~16.8 ms), a few beyond it,
-                    // a few due; ties now and then.
                     let delay = match rnd(10) {
                         0 => 20_000_000 + rnd(40_000_000),
                         1 => 0,
-                        2 => 1_000 * rnd(4),
+                        2 => 1_000 * rnd(40),
                         _ => rnd(17_000_000),
                     };
-                    let deadline = now + delay;
+                    let stale = now.saturating_sub(rnd(3) * rnd(100_000));
+                    let deadline = stale + delay;
                     let kind = if rnd(10) == 0 {
                         Kind::FixedRate
                     } else {
@@ -176,24 +177,32 @@ fn the_wheel_keeps_the_queue_order() {
                     };
                     let t = TaskPtr::new(OnceTask::new(Header::new(seq, deadline, kind), || ()));
                     seq += 1;
-                    q.push(t.clone(), now);
-                    model.insert((deadline, t.header().seq()), t);
+                    let key = (deadline, t.header().seq());
+                    let before = model.keys().next().copied();
+                    let ready_empty = q.ready.hint_len() == 0;
+                    let head = q.push(t.clone(), stale);
+                    model.insert(key, t);
+                    if ready_empty || q.ready.hint_len() == 0 {
+                        let expect = before.is_none_or(|b| key < b);
+                        if ready_empty {
+                            assert_eq!(head, expect, "{ctx}: new head");
+                        }
+                    }
                 }
-                5..=6 => {
+                5 => {
                     let popped = q.pop_due(now);
                     let first = model.first_key_value().map(|(k, _)| *k);
                     match first {
                         Some(key) if key.0 <= now => {
                             let e = popped.unwrap_or_else(|| panic!("{ctx}: nothing popped"));
                             assert_eq!(e.key(), key, "{ctx}");
-                            assert_eq!(e.task.header().heap_index(), NOT_QUEUED, "{ctx}");
                             model.remove(&key);
                         }
                         _ => assert!(popped.is_none(), "{ctx}: popped early"),
                     }
                 }
+                6 => q.fill_ready(now, 1 + rnd(8) as usize),
                 7 if !model.is_empty() => {
-                    // Cancel: a mark (lane, wheel) or a removal (heap).
                     let i = rnd(model.len() as u64) as usize;
                     let key = *model.keys().nth(i).expect("an entry");
                     let t = model.remove(&key).expect("the task");
@@ -201,7 +210,6 @@ fn the_wheel_keeps_the_queue_order() {
                     drop(q.remove(t.header(), t.as_ptr()));
                 }
                 8 if !model.is_empty() => {
-                    // Pause-like: out of wherever it is, at once.
                     let i = rnd(model.len() as u64) as usize;
                     let key = *model.keys().nth(i).expect("an entry");
                     let t = model.remove(&key).expect("the task");
@@ -209,30 +217,40 @@ fn the_wheel_keeps_the_queue_order() {
                     assert!(e.is_some_and(|e| e.key() == key), "{ctx}: not found");
                     assert_eq!(t.header().heap_index(), NOT_QUEUED, "{ctx}");
                 }
-                9 if rnd(20) == 0 => {
+                9 if rnd(30) == 0 => {
                     let removed = q.retain(|e| e.task.header().seq() % 3 != 0);
                     for e in &removed {
                         assert!(model.remove(&e.key()).is_some(), "{ctx}: retain");
                     }
                     model.retain(|k, _| k.1 % 3 != 0);
                 }
+                10 if rnd(200) == 0 => {
+                    let order: Vec<(Nanos, u64)> = q.drain().iter().map(Entry::key).collect();
+                    assert_eq!(
+                        order,
+                        model.keys().copied().collect::<Vec<_>>(),
+                        "{ctx}: drain"
+                    );
+                    model.clear();
+                }
+                11 if rnd(50) == 0 => now += rnd(1 << 32),
                 _ => now += rnd(2_000_000),
             }
             assert_eq!(q.len(), model.len(), "{ctx}: len");
-            let first = model.keys().next().map(|k| k.0);
-            assert_eq!(q.peek_deadline(), first, "{ctx}: head");
-            if let Some(second) = model.keys().nth(1).map(|k| k.0) {
-                let bound = q.second_deadline().expect("two queued");
-                assert!(bound <= second, "{ctx}: second {bound} > {second}");
+            if q.ready.hint_len() == 0 {
+                let first = model.keys().next().map(|k| k.0);
+                assert_eq!(q.peek_deadline(), first, "{ctx}: head");
+                if let Some(second) = model.keys().nth(1).map(|k| k.0) {
+                    let bound = q.second_deadline().expect("two queued");
+                    assert!(bound <= second, "{ctx}: second {bound} > {second}");
+                }
             }
+            // The ready batch is the model's prefix.
+            let snap = q.ready_snapshot();
+            let prefix: Vec<_> = model.keys().take(snap.len()).copied().collect();
+            let keys: Vec<_> = snap.iter().map(|s| s.0).collect();
+            assert_eq!(keys, prefix, "{ctx}: ready prefix");
         }
-        let order: Vec<(Nanos, u64)> = q.drain().iter().map(Entry::key).collect();
-        assert_eq!(
-            order,
-            model.keys().copied().collect::<Vec<_>>(),
-            "round {round}: drain"
-        );
-        assert!(q.is_empty());
     }
 }
 
@@ -256,4 +274,40 @@ fn the_wheel_gives_a_burst_s_room_back() {
     }
     assert!(q.is_empty());
     assert!(q.wheel.run_capacity() <= 1024, "the run kept its room");
+}
+
+/// A near task pushed while no slot is occupied, in front of a later heap
+/// head, is the new head: `push` must say so (else the leader sleeps on).
+#[test]
+fn a_near_task_before_a_far_heap_head_is_the_new_head() {
+    let mut q = WorkQueue::new();
+    let now: Nanos = 1 << 30;
+    assert!(q.push(task(0, now + 50_000_000), now), "empty queue: head");
+    let head = q.push(task(1, now + 1_000_000), now);
+    assert_eq!(q.peek_deadline(), Some(now + 1_000_000), "it is the first");
+    assert!(head, "push said it is not the new head");
+}
+
+/// Submit-then-cancel at a fixed delay under a frozen clock, behind an
+/// earlier near task: the cancelled entries are swept, not kept until the
+/// front reaches their slot.
+#[test]
+fn cancelled_wheel_entries_do_not_pile_up_behind_a_front_that_stays() {
+    let mut q = WorkQueue::new();
+    let now: Nanos = 1 << 30;
+    q.push(task(0, now + 1_000_000), now);
+    for seq in 1..100_001 {
+        let t = task(seq, now + 2_000_000);
+        q.push(t.clone(), now);
+        assert!(t.header().try_cancel());
+        assert!(q.remove(t.header(), t.as_ptr()).is_none());
+    }
+    assert_eq!(q.len(), 1);
+    let (run, slots, _) = q.wheel_parts();
+    assert!(
+        run.len() + slots.len() < 2_000,
+        "{} run + {} slot entries kept for 1 live task",
+        run.len(),
+        slots.len()
+    );
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, Gate, Log, PoolGuard};
+use common::{eventually, Gate, Log, PoolGuard, EVENTUALLY};
 use schedpool::ScheduledThreadPool;
 
 #[test]
@@ -245,4 +245,30 @@ fn tasks_can_schedule_more_tasks() {
     eventually("10,001 chained tasks ran", || {
         count.load(Ordering::SeqCst) == 10_001
     });
+}
+
+/// A worker asleep until a far task is woken by a near one submitted next
+/// (which goes to the near-future wheel, not the heap): on the real clock,
+/// where nothing else would wake it before the far deadline.
+#[test]
+fn a_near_task_behind_a_far_one_runs_on_time() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    let _far = pool.schedule(|| (), Duration::from_secs(5)).unwrap();
+    // Give the worker time to start timing the far head.
+    std::thread::sleep(Duration::from_millis(50));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let start = Instant::now();
+    let _near = pool
+        .schedule(
+            move || tx.send(Instant::now()).unwrap(),
+            Duration::from_millis(2),
+        )
+        .unwrap();
+    let ran = rx.recv_timeout(EVENTUALLY).expect("the near task ran");
+    // A missed wake-up runs it at the far deadline, about 5 s out.
+    assert!(
+        ran - start < Duration::from_secs(2),
+        "ran {:?} after submission",
+        ran - start
+    );
 }
