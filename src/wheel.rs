@@ -265,7 +265,7 @@ impl Wheel {
         keep: &mut impl FnMut(&Entry) -> bool,
         removed: &mut Vec<Entry>,
     ) {
-        let mut sort = |entries: &mut dyn Iterator<Item = Entry>, kept: &mut Vec<Entry>| {
+        let mut split = |entries: &mut dyn Iterator<Item = Entry>, kept: &mut Vec<Entry>| {
             for entry in entries {
                 let header = entry.task.header();
                 if header.heap_index() == WHEEL_REMOVED {
@@ -279,11 +279,11 @@ impl Wheel {
             }
         };
         let mut kept = Vec::new();
-        sort(&mut std::mem::take(&mut self.run).into_iter(), &mut kept);
+        split(&mut std::mem::take(&mut self.run).into_iter(), &mut kept);
         self.run = kept.drain(..).collect();
         for at in 0..SLOTS {
             if !self.slots[at].is_empty() {
-                sort(
+                split(
                     &mut std::mem::take(&mut self.slots[at]).into_iter(),
                     &mut kept,
                 );
