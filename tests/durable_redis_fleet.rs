@@ -410,7 +410,10 @@ fn t6_child() {
             })
         })
         .collect();
-    while !exists(&mut c, "t6:stop") {
+    // This process is the one the parent stalls (SIGSTOP/SIGCONT), which
+    // can interrupt this poll's read too (EINTR).
+    let stop = |c: &mut redis::Connection| redis::cmd("EXISTS").arg("t6:stop").query::<i64>(c);
+    while retrying(&url, &mut c, stop) == 0 {
         std::thread::sleep(Duration::from_millis(20));
     }
     q.close();
