@@ -99,8 +99,7 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
     for (i, e) in lane.iter().enumerate() {
         let h = e.task.header();
         let mark = h.heap_index();
-        if mark != crate::work_queue::IN_LANE && (i == 0 || mark != crate::work_queue::LANE_REMOVED)
-        {
+        if mark != crate::lane::IN_LANE && (i == 0 || mark != crate::lane::LANE_REMOVED) {
             return Err(format!("lane task {} at {i} carries mark {mark}", h.seq()));
         }
         if i > 0 {
@@ -158,7 +157,7 @@ pub fn pool_heap_index<T: 'static>(handle: &ScheduledHandle<T>) -> Option<usize>
     // Cancelled entries waiting to be discarded are no longer queued.
     let gone = [
         NOT_QUEUED,
-        crate::work_queue::LANE_REMOVED,
+        crate::lane::LANE_REMOVED,
         crate::wheel::WHEEL_REMOVED,
     ];
     (!gone.contains(&index)).then_some(index)

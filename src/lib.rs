@@ -101,6 +101,7 @@ mod idle;
 mod inbox;
 #[doc(hidden)]
 pub mod internals;
+mod lane;
 mod leader;
 mod once;
 mod periodic;

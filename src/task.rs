@@ -63,9 +63,9 @@ const WAITED: u8 = 0b10_0000;
 /// by a cancel); see [`Header::claim_body`].
 const BODY_TAKEN: u8 = 0b100_0000;
 
-/// How [`crate::work_queue::IN_LANE`] is stored in a header's 32-bit index.
+/// How [`crate::lane::IN_LANE`] is stored in a header's 32-bit index.
 const LANE_MARK: u32 = u32::MAX - 1;
-/// How [`crate::work_queue::LANE_REMOVED`] is stored.
+/// How [`crate::lane::LANE_REMOVED`] is stored.
 const LANE_REMOVED_MARK: u32 = u32::MAX - 2;
 /// [`crate::ready::IN_READY`] as stored.
 const READY_MARK: u32 = u32::MAX - 3;
@@ -202,8 +202,8 @@ impl Header {
     pub(crate) fn heap_index(&self) -> usize {
         match self.heap_index.load(Ordering::Relaxed) {
             u32::MAX => NOT_QUEUED,
-            LANE_MARK => crate::work_queue::IN_LANE,
-            LANE_REMOVED_MARK => crate::work_queue::LANE_REMOVED,
+            LANE_MARK => crate::lane::IN_LANE,
+            LANE_REMOVED_MARK => crate::lane::LANE_REMOVED,
             READY_MARK => crate::ready::IN_READY,
             WHEEL_MARK => crate::wheel::IN_WHEEL,
             WHEEL_REMOVED_MARK => crate::wheel::WHEEL_REMOVED,
@@ -214,8 +214,8 @@ impl Header {
     /// Records the task's heap position (under the pool lock).
     pub(crate) fn set_heap_index(&self, index: usize) {
         let index = match index {
-            crate::work_queue::IN_LANE => LANE_MARK,
-            crate::work_queue::LANE_REMOVED => LANE_REMOVED_MARK,
+            crate::lane::IN_LANE => LANE_MARK,
+            crate::lane::LANE_REMOVED => LANE_REMOVED_MARK,
             crate::ready::IN_READY => READY_MARK,
             crate::wheel::IN_WHEEL => WHEEL_MARK,
             crate::wheel::WHEEL_REMOVED => WHEEL_REMOVED_MARK,

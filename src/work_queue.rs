@@ -7,13 +7,13 @@
 //! - Every queued task is in exactly one of `heap`, `lane` and `wheel`. Its
 //!   header's heap index is its heap position, [`IN_LANE`] or
 //!   [`IN_WHEEL`]; a task that leaves the queue gets [`NOT_QUEUED`].
-//! - The lane is strictly increasing in `(deadline, seq)`. A task due at
-//!   submission normally sorts after the lane's back already (the clock is
-//!   monotonic and sequence numbers grow); one that would not (two
-//!   submitters raced for the lock, or a trigger pulled an old task forward)
-//!   goes to the heap instead, at its exact deadline. Deadlines are never
-//!   changed: a bumped one could be a future that a frozen manual clock
-//!   never reaches.
+//! - The lane ([`crate::lane`]) is strictly increasing in `(deadline, seq)`.
+//!   A task due at submission normally sorts after the lane's back already
+//!   (the clock is monotonic and sequence numbers grow); one that would not
+//!   (two submitters raced for the lock, or a trigger pulled an old task
+//!   forward) goes to the heap instead, at its exact deadline. Deadlines are
+//!   never changed: a bumped one could be a future that a frozen manual
+//!   clock never reaches.
 //! - The queue's order is the merge of the three: `pop` takes whichever
 //!   front comes first by `(deadline, seq)`, so FIFO among equal deadlines
 //!   holds across them. The lane makes a burst of due tasks O(1) to push and
@@ -45,22 +45,15 @@
 //!   the lane alone: the worker that filled the batch takes it empty before
 //!   it waits, so whoever times the head must time theirs.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::clock::Nanos;
 use crate::heap::{HeapEntry, IndexedHeap, Positions, NOT_QUEUED};
+use crate::lane::{Lane, IN_LANE, LANE_REMOVED};
 use crate::ready::{Ready, IN_READY};
 use crate::task::{Header, Kind};
 use crate::task_ptr::TaskPtr;
 use crate::wheel::{Wheel, IN_WHEEL, WHEEL_REMOVED};
-
-/// The heap index recorded for a task in the lane.
-pub(crate) const IN_LANE: usize = usize::MAX - 1;
-
-/// The heap index recorded for a cancelled task removed from the lane (its
-/// entry is discarded when it reaches the front).
-pub(crate) const LANE_REMOVED: usize = usize::MAX - 2;
 
 /// A queued task: its deadline inline, so comparing two entries
 /// dereferences a task only on a tie (for the sequence number, which the
@@ -105,9 +98,7 @@ impl Positions<Entry> for InTask {
 /// The work queue. Lives in the pool's lock-protected `State`.
 pub(crate) struct WorkQueue {
     heap: IndexedHeap<Entry>,
-    lane: VecDeque<Entry>,
-    /// Lane entries marked [`LANE_REMOVED`], not yet discarded.
-    removed_in_lane: usize,
+    lane: Lane,
     /// The ready batch, shared with the workers' lock-free takes.
     ready: Arc<Ready>,
     /// Where a fill collects the batch (kept for its capacity: no
@@ -146,8 +137,7 @@ impl WorkQueue {
     pub(crate) fn with_ready(ready: Arc<Ready>) -> Self {
         WorkQueue {
             heap: IndexedHeap::new(),
-            lane: VecDeque::new(),
-            removed_in_lane: 0,
+            lane: Lane::new(),
             ready,
             fill_buf: Vec::new(),
             ready_last: None,
@@ -157,33 +147,11 @@ impl WorkQueue {
 
     /// Queued tasks, the ready batch included (its hint: see the invariants).
     pub(crate) fn len(&self) -> usize {
-        self.heap.len() + self.lane.len() - self.removed_in_lane
-            + self.wheel.len()
-            + self.ready.hint_len()
+        self.heap.len() + self.lane.len() + self.wheel.len() + self.ready.hint_len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Discards removed entries from the lane's front, so the front is
-    /// always a live entry.
-    fn discard_removed_front(&mut self) {
-        if self.removed_in_lane == 0 {
-            return; // the common case: no header to touch
-        }
-        while self
-            .lane
-            .front()
-            .is_some_and(|e| e.task.header().heap_index() == LANE_REMOVED)
-        {
-            let entry = self.lane.pop_front().expect("a front");
-            entry.task.header().set_heap_index(NOT_QUEUED);
-            self.removed_in_lane -= 1;
-            // The cancel that marked it holds another reference (a handle
-            // is alive while cancelling), so this drop runs no user code.
-            drop(entry);
-        }
     }
 
     /// Which front comes first by `(deadline, seq)`: the lane's, the
@@ -248,7 +216,7 @@ impl WorkQueue {
         let wheel = self.wheel.first_deadlines();
         let mut candidates = [
             self.lane.front().map(|e| e.deadline),
-            self.lane.get(1).map(|e| e.deadline),
+            self.lane.second().map(|e| e.deadline),
             self.heap.peek().map(|e| e.deadline),
             self.heap.second_deadline(),
             wheel[0],
@@ -269,13 +237,7 @@ impl WorkQueue {
                 self.unready();
             }
         }
-        let fits_lane = deadline <= now
-            && self.lane.back().is_none_or(|back| {
-                // The back's sequence number only on a tie (one fewer
-                // pointer to follow per push).
-                back.deadline < deadline
-                    || (back.deadline == deadline && back.task.header().seq() < header.seq())
-            });
+        let fits_lane = deadline <= now && self.lane.accepts(deadline, header.seq());
         if !fits_lane {
             // Not yet due, or it would break the lane's order (a racing
             // submitter queued a later sequence number first, or a trigger
@@ -294,9 +256,8 @@ impl WorkQueue {
             let heap_top = self.heap.push(entry, &mut InTask);
             return heap_top && self.first() == Some(Source::Heap);
         }
-        header.set_heap_index(IN_LANE);
-        self.lane.push_back(Entry::new(deadline, task));
-        self.lane.len() - self.removed_in_lane == 1 && self.first() == Some(Source::Lane)
+        self.lane.push(Entry::new(deadline, task));
+        self.lane.len() == 1 && self.first() == Some(Source::Lane)
     }
 
     /// Starts loading the lines the next pop reads first
@@ -382,7 +343,6 @@ impl WorkQueue {
             Source::Wheel => self.wheel.pop_front()?,
         };
         entry.task.header().set_heap_index(NOT_QUEUED);
-        self.discard_removed_front();
         self.settle();
         Some(entry)
     }
@@ -403,9 +363,7 @@ impl WorkQueue {
             return None;
         }
         if index == IN_LANE {
-            header.set_heap_index(LANE_REMOVED);
-            self.removed_in_lane += 1;
-            self.discard_removed_front();
+            self.lane.mark_removed(header);
             return None;
         }
         if index == IN_READY {
@@ -437,10 +395,7 @@ impl WorkQueue {
         if header.heap_index() != IN_LANE {
             return self.remove(header, task);
         }
-        let at = self.lane.iter().position(|e| is_task(e, task))?;
-        let entry = self.lane.remove(at)?;
-        header.set_heap_index(NOT_QUEUED);
-        self.discard_removed_front();
+        let entry = self.lane.remove(header, task)?;
         self.settle();
         Some(entry)
     }
@@ -454,18 +409,7 @@ impl WorkQueue {
         }
         removed.extend(self.heap.retain(&mut keep, &mut InTask));
         self.wheel.retain(&mut keep, &mut removed);
-        let lane = std::mem::take(&mut self.lane);
-        self.removed_in_lane = 0;
-        for entry in lane {
-            if entry.task.header().heap_index() == LANE_REMOVED {
-                entry.task.header().set_heap_index(NOT_QUEUED);
-            } else if keep(&entry) {
-                self.lane.push_back(entry);
-            } else {
-                entry.task.header().set_heap_index(NOT_QUEUED);
-                removed.push(entry);
-            }
-        }
+        self.lane.retain(&mut keep, &mut removed);
         self.settle();
         removed
     }
