@@ -124,11 +124,13 @@ fn w1_w2<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
     let pool = P::with_threads(2);
     let mut handles = Vec::with_capacity(n);
 
+    let f0 = minor_faults();
     let t = Instant::now();
     for &d in &ds {
         handles.push(pool.schedule(d, noop));
     }
     let sched = t.elapsed();
+    let faults = minor_faults() - f0;
 
     let t = Instant::now();
     for &i in &perm {
@@ -138,12 +140,34 @@ fn w1_w2<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
 
     drop(handles);
     pool.teardown();
+
+    // Not a target row: the same schedules again, in a fresh pool of the
+    // same process. The allocator may now hand out memory the first round
+    // freed (how much it kept is glibc's choice), so the difference between
+    // the two rows is about what first-touching fresh pages costs W1.
+    let pool = P::with_threads(2);
+    let mut handles = Vec::with_capacity(n);
+    let f1 = minor_faults();
+    let t = Instant::now();
+    for &d in &ds {
+        handles.push(pool.schedule(d, noop));
+    }
+    let again = t.elapsed();
+    let faults_again = minor_faults() - f1;
+    drop(handles);
+    pool.teardown();
+
+    let per_op = |d: Duration| d.as_nanos() as f64 / n as f64;
+    let per_1k = |f: u64| f as f64 * 1000.0 / n as f64;
+    rows.push(row(P::NAME, "W1", "schedule", "ns/op", per_op(sched)));
+    rows.push(row(P::NAME, "W1", "page faults", "per 1k", per_1k(faults)));
+    rows.push(row(P::NAME, "W1", "schedule again", "ns/op", per_op(again)));
     rows.push(row(
         P::NAME,
         "W1",
-        "schedule",
-        "ns/op",
-        sched.as_nanos() as f64 / n as f64,
+        "faults again",
+        "per 1k",
+        per_1k(faults_again),
     ));
     rows.push(row(
         P::NAME,

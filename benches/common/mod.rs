@@ -640,6 +640,17 @@ pub fn fmt_value(v: f64) -> String {
 /// The no-op task body of the workloads.
 pub fn noop() {}
 
+/// Minor page faults of this process so far (`/proc/self/stat`, field 10;
+/// 0 where it cannot be read).
+pub fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The command name (field 2) may hold spaces; count from its ')'.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(7))
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Counts completions; the one that reaches the target wakes the waiter.
 /// Leaked (`&'static`) so a task captures one pointer and touches no refcount.
 pub struct Latch {
