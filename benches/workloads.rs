@@ -116,28 +116,32 @@ fn warmup<P: BenchPool>() {
     pool.teardown();
 }
 
+/// W1's timed loop: schedules a no-op after each of `ds` into a new pool;
+/// returns the pool, the handles, the time and the minor page faults taken.
+fn schedule_all<P: BenchPool>(ds: &[Duration]) -> (P, Vec<P::Handle>, Duration, u64) {
+    let pool = P::with_threads(2);
+    let mut handles = Vec::with_capacity(ds.len());
+    let f0 = minor_faults();
+    let t = Instant::now();
+    for &d in ds {
+        handles.push(pool.schedule(d, noop));
+    }
+    let took = t.elapsed();
+    (pool, handles, took, minor_faults() - f0)
+}
+
 /// W1 (ns per schedule) and W2 (ns per cancel, random order).
 fn w1_w2<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
     let n = p.n_pending;
     let ds = delays(SEED_DELAYS, n, LONG_MIN, LONG_SPAN);
     let perm = permutation(SEED_PERM, n);
-    let pool = P::with_threads(2);
-    let mut handles = Vec::with_capacity(n);
 
-    let f0 = minor_faults();
-    let t = Instant::now();
-    for &d in &ds {
-        handles.push(pool.schedule(d, noop));
-    }
-    let sched = t.elapsed();
-    let faults = minor_faults() - f0;
-
+    let (pool, handles, sched, faults) = schedule_all::<P>(&ds);
     let t = Instant::now();
     for &i in &perm {
         P::cancel(&handles[i as usize]);
     }
     let cancel = t.elapsed();
-
     drop(handles);
     pool.teardown();
 
@@ -145,15 +149,7 @@ fn w1_w2<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
     // same process. The allocator may now hand out memory the first round
     // freed (how much it kept is glibc's choice), so the difference between
     // the two rows is about what first-touching fresh pages costs W1.
-    let pool = P::with_threads(2);
-    let mut handles = Vec::with_capacity(n);
-    let f1 = minor_faults();
-    let t = Instant::now();
-    for &d in &ds {
-        handles.push(pool.schedule(d, noop));
-    }
-    let again = t.elapsed();
-    let faults_again = minor_faults() - f1;
+    let (pool, handles, again, faults_again) = schedule_all::<P>(&ds);
     drop(handles);
     pool.teardown();
 

@@ -128,20 +128,30 @@ impl Lane {
     /// Discards removed entries from the front, so the front is always a
     /// live entry.
     fn discard_removed_front(&mut self) {
-        if self.removed == 0 {
-            return; // the common case: no header to touch
-        }
-        while self
-            .entries
-            .front()
-            .is_some_and(|e| e.task.header().heap_index() == LANE_REMOVED)
-        {
-            let entry = self.entries.pop_front().expect("a front");
-            entry.task.header().set_heap_index(NOT_QUEUED);
-            self.removed -= 1;
-            // The cancel that marked it holds another reference (a handle
-            // is alive while cancelling), so this drop runs no user code.
-            drop(entry);
-        }
+        discard_marked_front(&mut self.entries, &mut self.removed, LANE_REMOVED);
+    }
+}
+
+/// Pops entries whose task carries `mark` (a cancel's removal mark) off the
+/// front of `entries`, counting them down from `removed`, until the front
+/// is a live entry. The lane's and the wheel's run's shared discard.
+pub(crate) fn discard_marked_front(
+    entries: &mut VecDeque<Entry>,
+    removed: &mut usize,
+    mark: usize,
+) {
+    if *removed == 0 {
+        return; // the common case: no header to touch
+    }
+    while entries
+        .front()
+        .is_some_and(|e| e.task.header().heap_index() == mark)
+    {
+        let entry = entries.pop_front().expect("a front");
+        entry.task.header().set_heap_index(NOT_QUEUED);
+        *removed -= 1;
+        // The cancel that marked it holds another reference (a handle is
+        // alive while cancelling), so this drop runs no user code.
+        drop(entry);
     }
 }

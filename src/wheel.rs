@@ -36,6 +36,7 @@ use std::collections::VecDeque;
 
 use crate::clock::Nanos;
 use crate::heap::NOT_QUEUED;
+use crate::lane::discard_marked_front;
 use crate::task::Kind;
 use crate::work_queue::{is_task, Entry};
 
@@ -313,21 +314,7 @@ impl Wheel {
 
     /// Discards cancelled entries from the run's front.
     fn discard_removed_front(&mut self) {
-        if self.removed == 0 {
-            return; // the common case: no header to touch
-        }
-        while self
-            .run
-            .front()
-            .is_some_and(|e| e.task.header().heap_index() == WHEEL_REMOVED)
-        {
-            let entry = self.run.pop_front().expect("a front");
-            entry.task.header().set_heap_index(NOT_QUEUED);
-            self.removed -= 1;
-            // The cancel that marked it holds another reference (a handle
-            // is alive while cancelling), so this drop runs no user code.
-            drop(entry);
-        }
+        discard_marked_front(&mut self.run, &mut self.removed, WHEEL_REMOVED);
     }
 
     /// The run's room, for a test.
