@@ -138,7 +138,7 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
     }
     let ready = state.queue.ready_snapshot();
     for (i, (key, mark)) in ready.iter().enumerate() {
-        if *mark != crate::ready::IN_READY {
+        if *mark != crate::ready::IN_READY && *mark != crate::wheel::IN_WHEEL {
             return Err(format!("ready task {} at {i} carries mark {mark}", key.1));
         }
         if i > 0 && ready[i - 1].0 >= *key {

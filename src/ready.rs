@@ -14,10 +14,15 @@
 //! - Only plain one-shot tasks ([`Kind::Once`](crate::task::Kind)) that are
 //!   `SCHEDULED` enter, only while the pool is `RUNNING`, and only when due:
 //!   everything here comes before everything still in the heap and the lane
-//!   (it was their front when moved), and in `(deadline, seq)` order.
+//!   (it was their front when moved), and in `(deadline, seq)` order. (One
+//!   from the wheel's run may enter cancelled, by a cancel that swapped its
+//!   state and waits for the pool lock: see `WorkQueue::fill_ready`.)
 //! - A task here is still queued: it counts in the queue's length, keeps
 //!   `SCHEDULED`, records [`IN_READY`] as its heap index (set under the pool
-//!   lock when it enters, reset under this lock when it leaves), and cancel, pause,
+//!   lock when it enters, reset under this lock when it leaves), or, moved
+//!   from the wheel's run without a look at its header, keeps
+//!   [`IN_WHEEL`](crate::wheel::IN_WHEEL) (removals look here for such a
+//!   task not in a slot), and cancel, pause,
 //!   trigger, shutdown and `shutdown_now` find it here (under the pool lock,
 //!   then this lock: the only lock order). It leaves by [`Ready::take`]
 //!   (a worker, without the pool lock), or under the pool lock by a pop,
@@ -167,7 +172,8 @@ impl Ready {
         inner.taken += 1;
         inner.running += 1;
         // Under this lock, as every move out of the batch: a removal under
-        // the pool lock that read `IN_READY` searches here and misses it.
+        // the pool lock that read `IN_READY` (or `IN_WHEEL`) searches here
+        // and misses it.
         entry.task.header().set_heap_index(NOT_QUEUED);
         Some(entry.task)
     }
@@ -202,7 +208,8 @@ impl Ready {
 
     // ----- under the pool lock (through the work queue) -----
 
-    /// Appends `entries` (due, in queue order, marked [`IN_READY`]).
+    /// Appends `entries` (due, in queue order, marked [`IN_READY`] or,
+    /// from the wheel's run, still [`IN_WHEEL`](crate::wheel::IN_WHEEL)).
     pub(crate) fn extend(&self, entries: impl Iterator<Item = Entry>) {
         self.edit().items.extend(entries);
     }

@@ -31,6 +31,11 @@
 //! - The work queue keeps its front exact: whenever its first task (of the
 //!   heap, the lane and the run) is missing or not before `boundary`, it
 //!   calls [`Wheel::advance`] until one is (`WorkQueue::settle`).
+//! - A task taken from the run by [`Wheel::pop_front_unmarked`] (the ready
+//!   batch's fill) keeps [`IN_WHEEL`] after it left: its slot is at or
+//!   before the cursor, so [`Wheel::holds_in_slot`] is false for it, and
+//!   the work queue's removals look for such a task in the ready batch
+//!   before the wheel (`crate::ready`).
 
 use std::collections::VecDeque;
 
@@ -141,16 +146,50 @@ impl Wheel {
         ]
     }
 
+    /// Whether cancelled entries wait here (while none do, every entry is
+    /// a live one-shot task).
+    #[inline]
+    pub(crate) fn has_removed(&self) -> bool {
+        self.removed > 0
+    }
+
+    /// Whether a task of this deadline that carries [`IN_WHEEL`] is in a
+    /// slot; if not, it is in the run or was moved to the ready batch
+    /// unmarked (see the invariants).
+    #[inline]
+    pub(crate) fn holds_in_slot(&self, deadline: Nanos) -> bool {
+        deadline >> SHIFT > self.cursor
+    }
+
+    /// Removes the run's first task without touching its header (it keeps
+    /// [`IN_WHEEL`]; see the invariants). Only while no cancelled entry
+    /// waits here ([`has_removed`](Self::has_removed) is false), so the
+    /// new front needs no discard either.
+    #[inline]
+    pub(crate) fn pop_front_unmarked(&mut self) -> Option<Entry> {
+        debug_assert!(self.removed == 0, "an unmarked pop with cancelled entries");
+        let entry = self.run.pop_front()?;
+        self.live -= 1;
+        self.give_room_back();
+        Some(entry)
+    }
+
     /// Removes the run's first task.
     pub(crate) fn pop_front(&mut self) -> Option<Entry> {
         let entry = self.run.pop_front()?;
         self.live -= 1;
         self.discard_removed_front();
+        self.give_room_back();
+        Some(entry)
+    }
+
+    /// A burst into one slot is over once the run is empty: give its room
+    /// back.
+    #[inline]
+    fn give_room_back(&mut self) {
         if self.run.is_empty() && self.run.capacity() > 1024 {
-            // A burst into one slot is over: give its room back.
             self.run.shrink_to(64);
         }
-        Some(entry)
     }
 
     /// Moves the next occupied slot, sorted and without its cancelled

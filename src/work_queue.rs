@@ -288,10 +288,20 @@ impl WorkQueue {
         self.pop_queued()
     }
 
-    /// Moves due one-shot tasks from the front of the heap and the lane to
-    /// the ready batch until it holds `max`; stops at the first task that is
-    /// not due, not a plain one-shot, or not `SCHEDULED` (a cancelled task
-    /// kept in the queue: the worker that pops it counts it).
+    /// Moves due one-shot tasks from the front of the queue to the ready
+    /// batch until it holds `max`; stops at the first task that is not due,
+    /// or, from the heap or the lane, not a plain one-shot or not
+    /// `SCHEDULED` (a cancelled task kept in the queue: the worker that
+    /// pops it counts it).
+    ///
+    /// A task from the wheel's run, while no cancelled entry waits there,
+    /// moves without a look at its header: it is a one-shot task, and it is
+    /// `SCHEDULED` unless a cancel swapped its state and waits for this
+    /// lock, which then finds it in the batch (or the worker that took it
+    /// drops it), as for a cancel just after the fill. It keeps
+    /// [`IN_WHEEL`] as its mark (see `crate::ready`). Its header is a line
+    /// the producer's core wrote: reading it here, under the pool lock,
+    /// cost W7 about 5% (`docs/performance.md`).
     pub(crate) fn fill_ready(&mut self, now: Nanos, max: usize) {
         let room = max.saturating_sub(self.ready.hint_len());
         if room == 0 || self.queued_deadline().is_none_or(|d| d > now) {
@@ -299,6 +309,21 @@ impl WorkQueue {
         }
         let mut batch = std::mem::take(&mut self.fill_buf);
         while batch.len() < room {
+            let Some(source) = self.first() else { break };
+            if source == Source::Wheel && !self.wheel.has_removed() {
+                let deadline = self.wheel.front().expect("the first").deadline;
+                if deadline > now {
+                    break;
+                }
+                let entry = self.wheel.pop_front_unmarked().expect("a front");
+                self.settle();
+                // The key's sequence number is in the header: a bound that
+                // sorts after it will do (a push that sorts before it moves
+                // the batch back; one tying on the deadline does too).
+                self.ready_last = Some((deadline, u64::MAX));
+                batch.push(entry);
+                continue;
+            }
             let Some(first) = self.front() else { break };
             let header = first.task.header();
             if first.deadline > now || header.kind() != Kind::Once || !header.is_scheduled() {
@@ -359,6 +384,15 @@ impl WorkQueue {
     fn remove_unsettled(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
         let index = header.heap_index();
         if index == IN_WHEEL {
+            if !self.wheel.holds_in_slot(header.deadline()) {
+                // In the run, or moved to the ready batch unmarked.
+                if let Some(entry) = self.ready.remove(task) {
+                    header.set_heap_index(NOT_QUEUED);
+                    return Some(entry);
+                }
+            }
+            // (A worker may have taken it from the batch meanwhile: its
+            // mark is then NOT_QUEUED, and this finds nothing.)
             self.wheel.mark_removed(header);
             return None;
         }
@@ -388,7 +422,12 @@ impl WorkQueue {
     /// no worker will run); cancel uses [`remove`](Self::remove).
     pub(crate) fn remove_anywhere(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
         if header.heap_index() == IN_WHEEL {
-            let entry = self.wheel.remove(header.deadline(), task);
+            let entry = self.wheel.remove(header.deadline(), task).or_else(|| {
+                // Moved to the ready batch unmarked (see `fill_ready`).
+                let entry = self.ready.remove(task)?;
+                header.set_heap_index(NOT_QUEUED);
+                Some(entry)
+            });
             self.settle();
             return entry;
         }

@@ -311,3 +311,85 @@ fn cancelled_wheel_entries_do_not_pile_up_behind_a_front_that_stays() {
         slots.len()
     );
 }
+
+/// A fill moves wheel tasks to the ready batch without touching their
+/// headers: they keep `IN_WHEEL`, and cancel, pause-like removal and the
+/// batch's move back still find them there.
+#[test]
+fn wheel_tasks_in_the_ready_batch_are_found_by_every_removal() {
+    use crate::wheel::IN_WHEEL;
+    let mut q = WorkQueue::new();
+    let now: Nanos = 1 << 30;
+    let due = now + 100_000;
+    // One slot apart, so each one is pushed into the wheel.
+    let at = |k: u64| due + k * 20_000;
+    let ts: Vec<TaskPtr> = (0..4).map(|seq| task(seq, at(seq))).collect();
+    for t in &ts {
+        q.push(t.clone(), now);
+        assert_eq!(t.header().heap_index(), IN_WHEEL);
+    }
+    // Cancelled, but its canceller has not taken the lock yet: the fill
+    // does not look, so it moves too.
+    assert!(ts[1].header().try_cancel());
+    q.fill_ready(at(3), 8);
+    let snapshot = q.ready_snapshot();
+    let marks: Vec<usize> = snapshot.iter().map(|s| s.1).collect();
+    assert_eq!(marks, [IN_WHEEL; 4], "moved, unmarked: {snapshot:?}");
+    assert_eq!(q.len(), 4);
+    // The cancel finds its task in the batch.
+    let e = q.remove(ts[1].header(), ts[1].as_ptr());
+    assert!(e.is_some_and(|e| is_task(&e, ts[1].as_ptr())));
+    assert_eq!(ts[1].header().heap_index(), NOT_QUEUED);
+    assert_eq!(q.len(), 3);
+    // A pause-like removal does too.
+    let e = q.remove_anywhere(ts[2].header(), ts[2].as_ptr());
+    assert!(e.is_some_and(|e| is_task(&e, ts[2].as_ptr())));
+    assert_eq!(ts[2].header().heap_index(), NOT_QUEUED);
+    assert_eq!(q.len(), 2);
+    // A push that ties on the batch's last deadline and sorts before it (a
+    // submitter that lost a race for the lock) moves the batch back: the
+    // fill kept a bound, not the last key (whose sequence number is in the
+    // header). The order holds.
+    q.push(task(2, at(3)), now);
+    assert!(q.ready_snapshot().is_empty(), "the batch moved back");
+    let order: Vec<u64> = std::iter::from_fn(|| q.pop())
+        .map(|e| e.task.header().seq())
+        .collect();
+    assert_eq!(order, [0, 2, 3]);
+    for t in &ts {
+        assert_eq!(t.header().heap_index(), NOT_QUEUED);
+    }
+}
+
+/// Cancels of wheel tasks not in the batch: one in the run and one in a
+/// slot are marked there, and while a marked entry waits in the wheel the
+/// fill reads headers again. The counts stay right throughout.
+#[test]
+fn wheel_cancels_outside_the_batch_are_marked_where_the_task_is() {
+    use crate::wheel::IN_WHEEL;
+    let mut q = WorkQueue::new();
+    let now: Nanos = 1 << 30;
+    let due = now + 100_000;
+    let at = |k: u64| due + k * 20_000;
+    let ts: Vec<TaskPtr> = (0..5).map(|seq| task(seq, at(seq))).collect();
+    for t in &ts {
+        q.push(t.clone(), now);
+    }
+    q.fill_ready(at(0), 8); // only the first is due
+    assert_eq!(q.ready_snapshot().len(), 1);
+    // ts[1] is the run's front now; ts[4] waits in a slot.
+    assert!(ts[1].header().try_cancel());
+    assert!(q.remove(ts[1].header(), ts[1].as_ptr()).is_none(), "marked");
+    assert!(ts[4].header().try_cancel());
+    assert!(q.remove(ts[4].header(), ts[4].as_ptr()).is_none(), "marked");
+    assert_eq!(q.len(), 3);
+    q.fill_ready(at(4), 8);
+    let marks: Vec<usize> = q.ready_snapshot().iter().map(|s| s.1).collect();
+    assert_eq!(marks, [IN_WHEEL, IN_READY, IN_READY]);
+    assert_eq!(q.len(), 3);
+    let order: Vec<u64> = std::iter::from_fn(|| q.pop())
+        .map(|e| e.task.header().seq())
+        .collect();
+    assert_eq!(order, [0, 2, 3]);
+    assert!(q.is_empty());
+}
