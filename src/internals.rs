@@ -110,8 +110,7 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
         }
     }
     let (run, slots, cursor) = state.queue.wheel_parts();
-    let live =
-        |e: &crate::work_queue::Entry| e.task.header().heap_index() == crate::wheel::IN_WHEEL;
+    let live = |e: &crate::entry::Entry| e.task.header().heap_index() == crate::wheel::IN_WHEEL;
     for (i, e) in run.iter().enumerate() {
         let mark = e.task.header().heap_index();
         if !live(e) && (i == 0 || mark != crate::wheel::WHEEL_REMOVED) {

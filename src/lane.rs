@@ -16,9 +16,9 @@
 use std::collections::VecDeque;
 
 use crate::clock::Nanos;
+use crate::entry::{is_task, Entry};
 use crate::heap::NOT_QUEUED;
 use crate::task::Header;
-use crate::work_queue::{is_task, Entry};
 
 /// The heap index recorded for a task in the lane.
 pub(crate) const IN_LANE: usize = usize::MAX - 1;

@@ -93,6 +93,7 @@ mod completion;
 mod control;
 mod delay_queue;
 pub mod durable;
+mod entry;
 mod error;
 mod handle;
 mod heap;

@@ -322,7 +322,7 @@ mod tests {
     #[test]
     fn per_task_sizes_stay_small() {
         assert_eq!(std::mem::size_of::<Header>(), 32);
-        assert_eq!(std::mem::size_of::<crate::work_queue::Entry>(), 16);
+        assert_eq!(std::mem::size_of::<crate::entry::Entry>(), 16);
         // A handle: the task and the pool, two thin pointers.
         assert_eq!(std::mem::size_of::<crate::ScheduledHandle<u64>>(), 16);
         let noop = || ();

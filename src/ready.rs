@@ -15,10 +15,11 @@
 //!   `SCHEDULED` enter, only while the pool is `RUNNING`, and only when due:
 //!   everything here comes before everything still in the heap and the lane
 //!   (it was their front when moved), and in `(deadline, seq)` order. (One
-//!   from the wheel's run may enter cancelled, by a cancel that swapped its
-//!   state and waits for the pool lock: see `WorkQueue::fill_ready`.)
+//!   from the wheel's run may enter cancelled: by a cancel that swapped its
+//!   state and waits for the pool lock, or, with `remove_on_cancel(false)`,
+//!   one that never removes it; see `WorkQueue::fill_ready`.)
 //! - A task here is still queued: it counts in the queue's length, keeps
-//!   `SCHEDULED`, records [`IN_READY`] as its heap index (set under the pool
+//!   `SCHEDULED` (but see above), records [`IN_READY`] as its heap index (set under the pool
 //!   lock when it enters, reset under this lock when it leaves), or, moved
 //!   from the wheel's run without a look at its header, keeps
 //!   [`IN_WHEEL`](crate::wheel::IN_WHEEL) (removals look here for such a
@@ -55,10 +56,10 @@ use std::collections::VecDeque;
 
 use crossbeam_utils::CachePadded;
 
+use crate::entry::{is_task, Entry};
 use crate::heap::NOT_QUEUED;
 use crate::sync::{AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::task_ptr::TaskPtr;
-use crate::work_queue::{is_task, Entry};
 
 /// The heap index recorded for a task in the ready batch.
 pub(crate) const IN_READY: usize = usize::MAX - 3;

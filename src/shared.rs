@@ -9,8 +9,9 @@
 //!   [`Shared::lock`] and [`Shared::handoff`] absorb the submission inbox
 //!   ([`crate::inbox`]) before they return, so a holder sees every
 //!   submission that returned before it took the lock.
-//! - While queued, a task is in the [`WorkQueue`] (heap, due lane or ready
-//!   batch) and its `heap_index` says where; a removed, taken or drained
+//! - While queued, a task is in the [`WorkQueue`] (heap, due lane, wheel or
+//!   ready batch) and its `heap_index` says where (a batch task moved from
+//!   the wheel keeps the wheel's mark); a removed, taken or drained
 //!   task has `NOT_QUEUED` (see [`crate::work_queue`], [`crate::ready`]).
 //! - The run-state check and the push of a submission happen under the same
 //!   lock, or the submission goes into the inbox while its gate is open and
@@ -45,6 +46,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::clock::{Clock, ClockListener, Nanos};
+use crate::entry::Entry;
 use crate::error::Rejected;
 use crate::hooks::Hooks;
 use crate::inbox::Inbox;
@@ -55,7 +57,6 @@ use crate::stats::LatenessHistogram;
 use crate::sync::{wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
 use crate::task::{EndOfRun, Header};
 use crate::task_ptr::TaskPtr;
-use crate::work_queue::Entry;
 
 pub(crate) const RUNNING: u8 = 0;
 pub(crate) const SHUTDOWN: u8 = 1;

@@ -29,7 +29,8 @@
 //! - `heap_index` is written under the owning pool's lock (and, to reset
 //!   the ready batch's mark when a worker takes the task from it, under the
 //!   batch's lock); while the task is in the heap it equals its position
-//!   there, in the lane or the batch it is their mark, otherwise
+//!   there, in the lane, the wheel or the batch it is their mark (a task
+//!   the batch took from the wheel keeps the wheel's), otherwise
 //!   [`NOT_QUEUED`].
 //! - `deadline` changes only while the task is not in the heap, or under the
 //!   pool lock together with a remove and re-push.
@@ -197,8 +198,9 @@ impl Header {
 
     /// Position in the pool's heap, or [`NOT_QUEUED`]. Meaningful only
     /// under the pool lock (where it is written; a worker's take from the
-    /// ready batch resets [`crate::ready::IN_READY`] under that batch's
-    /// lock, which a reader that sees the mark then takes).
+    /// ready batch resets its mark, [`crate::ready::IN_READY`] or the
+    /// wheel's, under that batch's lock, which a reader that sees the mark
+    /// then takes).
     pub(crate) fn heap_index(&self) -> usize {
         match self.heap_index.load(Ordering::Relaxed) {
             u32::MAX => NOT_QUEUED,

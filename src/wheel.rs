@@ -40,10 +40,10 @@
 use std::collections::VecDeque;
 
 use crate::clock::Nanos;
+use crate::entry::{is_task, Entry};
 use crate::heap::NOT_QUEUED;
 use crate::lane::discard_marked_front;
 use crate::task::Kind;
-use crate::work_queue::{is_task, Entry};
 
 /// The heap index recorded for a task in the wheel (a slot or the run).
 pub(crate) const IN_WHEEL: usize = usize::MAX - 4;

@@ -4,9 +4,11 @@
 //!
 //! # Invariants
 //!
-//! - Every queued task is in exactly one of `heap`, `lane` and `wheel`. Its
-//!   header's heap index is its heap position, [`IN_LANE`] or
-//!   [`IN_WHEEL`]; a task that leaves the queue gets [`NOT_QUEUED`].
+//! - Every queued task is in exactly one of `heap`, `lane` and `wheel`, or
+//!   in the ready batch (below). Its header's heap index is its heap
+//!   position, [`IN_LANE`] or [`IN_WHEEL`], and in the batch [`IN_READY`]
+//!   or, moved there from the wheel without a look at its header,
+//!   [`IN_WHEEL`] still; a task that leaves the queue gets [`NOT_QUEUED`].
 //! - The lane ([`crate::lane`]) is strictly increasing in `(deadline, seq)`.
 //!   A task due at submission normally sorts after the lane's back already
 //!   (the clock is monotonic and sequence numbers grow); one that would not
@@ -48,52 +50,13 @@
 use std::sync::Arc;
 
 use crate::clock::Nanos;
-use crate::heap::{HeapEntry, IndexedHeap, Positions, NOT_QUEUED};
+use crate::entry::{is_task, Entry, InTask};
+use crate::heap::{IndexedHeap, NOT_QUEUED};
 use crate::lane::{Lane, IN_LANE, LANE_REMOVED};
 use crate::ready::{Ready, IN_READY};
 use crate::task::{Header, Kind};
 use crate::task_ptr::TaskPtr;
 use crate::wheel::{Wheel, IN_WHEEL, WHEEL_REMOVED};
-
-/// A queued task: its deadline inline, so comparing two entries
-/// dereferences a task only on a tie (for the sequence number, which the
-/// header has); the task behind it, as a thin pointer. 16 bytes: every byte here is paid per
-/// pending task, and sifts move whole entries.
-pub(crate) struct Entry {
-    pub(crate) deadline: Nanos,
-    pub(crate) task: TaskPtr,
-}
-
-impl Entry {
-    fn new(deadline: Nanos, task: TaskPtr) -> Self {
-        Entry { deadline, task }
-    }
-
-    pub(crate) fn key(&self) -> (Nanos, u64) {
-        (self.deadline, self.task.header().seq())
-    }
-}
-
-impl HeapEntry for Entry {
-    #[inline]
-    fn deadline(&self) -> u64 {
-        self.deadline
-    }
-    #[inline]
-    fn seq(&self) -> u64 {
-        self.task.header().seq()
-    }
-}
-
-/// Records heap positions in the tasks themselves (Java's `setIndex`).
-pub(crate) struct InTask;
-
-impl Positions<Entry> for InTask {
-    #[inline]
-    fn set(&mut self, entry: &Entry, index: usize) {
-        entry.task.header().set_heap_index(index);
-    }
-}
 
 /// The work queue. Lives in the pool's lock-protected `State`.
 pub(crate) struct WorkQueue {
@@ -119,11 +82,6 @@ enum Source {
     Lane,
     Heap,
     Wheel,
-}
-
-/// Is `task` the task behind `entry`? (Data pointers; vtables may differ.)
-pub(crate) fn is_task(entry: &Entry, task: *const u8) -> bool {
-    std::ptr::eq(entry.task.as_ptr(), task)
 }
 
 impl WorkQueue {
@@ -296,12 +254,14 @@ impl WorkQueue {
     ///
     /// A task from the wheel's run, while no cancelled entry waits there,
     /// moves without a look at its header: it is a one-shot task, and it is
-    /// `SCHEDULED` unless a cancel swapped its state and waits for this
-    /// lock, which then finds it in the batch (or the worker that took it
-    /// drops it), as for a cancel just after the fill. It keeps
-    /// [`IN_WHEEL`] as its mark (see `crate::ready`). Its header is a line
-    /// the producer's core wrote: reading it here, under the pool lock,
-    /// cost W7 about 5% (`docs/performance.md`).
+    /// `SCHEDULED` unless a cancel swapped its state and has not removed it:
+    /// one that waits for this lock (and then finds it in the batch, or the
+    /// worker that took it drops it, as for a cancel just after the fill),
+    /// or, with `remove_on_cancel(false)`, one that never removes it (the
+    /// worker that takes it drops it and counts a no-op run, as a pop
+    /// would). It keeps [`IN_WHEEL`] as its mark (see `crate::ready`). Its header is a
+    /// line the producer's core wrote: reading it here, under the pool
+    /// lock, cost W7 about 4% (`docs/performance.md`).
     pub(crate) fn fill_ready(&mut self, now: Nanos, max: usize) {
         let room = max.saturating_sub(self.ready.hint_len());
         if room == 0 || self.queued_deadline().is_none_or(|d| d > now) {
@@ -384,15 +344,11 @@ impl WorkQueue {
     fn remove_unsettled(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
         let index = header.heap_index();
         if index == IN_WHEEL {
-            if !self.wheel.holds_in_slot(header.deadline()) {
-                // In the run, or moved to the ready batch unmarked.
-                if let Some(entry) = self.ready.remove(task) {
-                    header.set_heap_index(NOT_QUEUED);
-                    return Some(entry);
-                }
+            if let Some(entry) = self.take_unmarked_from_batch(header, task) {
+                return Some(entry);
             }
             // (A worker may have taken it from the batch meanwhile: its
-            // mark is then NOT_QUEUED, and this finds nothing.)
+            // mark is then NOT_QUEUED, and this marks nothing.)
             self.wheel.mark_removed(header);
             return None;
         }
@@ -422,12 +378,10 @@ impl WorkQueue {
     /// no worker will run); cancel uses [`remove`](Self::remove).
     pub(crate) fn remove_anywhere(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
         if header.heap_index() == IN_WHEEL {
-            let entry = self.wheel.remove(header.deadline(), task).or_else(|| {
-                // Moved to the ready batch unmarked (see `fill_ready`).
-                let entry = self.ready.remove(task)?;
-                header.set_heap_index(NOT_QUEUED);
-                Some(entry)
-            });
+            let entry = match self.take_unmarked_from_batch(header, task) {
+                Some(entry) => Some(entry),
+                None => self.wheel.remove(header.deadline(), task),
+            };
             self.settle();
             return entry;
         }
@@ -436,6 +390,19 @@ impl WorkQueue {
         }
         let entry = self.lane.remove(header, task)?;
         self.settle();
+        Some(entry)
+    }
+
+    /// Takes out of the ready batch a task marked [`IN_WHEEL`] that a fill
+    /// moved there unmarked (see [`fill_ready`](Self::fill_ready)), if it
+    /// is there: only a task not in a slot can be, and only while the
+    /// batch's length (never low under this lock) is not 0.
+    fn take_unmarked_from_batch(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
+        if self.wheel.holds_in_slot(header.deadline()) || self.ready.hint_len() == 0 {
+            return None;
+        }
+        let entry = self.ready.remove(task)?;
+        header.set_heap_index(NOT_QUEUED);
         Some(entry)
     }
 
@@ -491,3 +458,7 @@ impl WorkQueue {
 #[cfg(all(test, not(loom)))]
 #[path = "work_queue_tests.rs"]
 mod tests;
+
+#[cfg(all(test, not(loom)))]
+#[path = "work_queue_model_tests.rs"]
+mod model_tests;

@@ -231,9 +231,9 @@ impl ReadyTally {
 /// `shutdown_now` comes before its start, as one popped under the lock is
 /// (Java's worker runs the task it took): `shutdown_now` drains the batch
 /// under its lock, so it hands back exactly the tasks nobody took. One that
-/// a cancel or a pause got to first is dropped (a cancelled task counts as
-/// a no-op run only if the pool keeps cancelled tasks queued, as a pop
-/// would have found it).
+/// a cancel or a pause got to first is dropped; a cancelled one counts as a
+/// no-op run, as Java counts every task a worker took (and as a pop under
+/// the lock counts one).
 fn run_ready(shared: &Shared, tally: &mut ReadyTally, mut previous: Previous) {
     tally.lock_run |= previous == Previous::LockRun;
     while let Some(task) = shared.ready.take(previous) {
