@@ -67,7 +67,7 @@ pub(crate) const IN_READY: usize = usize::MAX - 3;
 /// How many due tasks one take may move out of the queue, the one it runs
 /// included (so the batch holds at most `BATCH - 1`). With 32, W7 ran
 /// 2.54 → 2.97 M/s and W3 4.75 → 5.97 M/s in alternating runs; 8 and 128
-/// were within the noise of 32 (`docs/performance.md`).
+/// were within the noise of 32 (`docs/performance-log.md`).
 pub(crate) const BATCH: usize = 32;
 
 /// Due one-shot tasks, taken without the pool lock. Shared by the pool's

@@ -5,7 +5,7 @@
 //! Why: with producers and workers streaming tasks a few milliseconds out
 //! (W7), the heap's pop was the workers' largest cost and ran under the pool
 //! lock: a sift-down of about seven levels, each writing the moved task's
-//! index into that task (`docs/performance.md`). Here a push is an append
+//! index into that task (`docs/performance-log.md`). Here a push is an append
 //! to a slot, a slot's tasks are sorted together once (a small sort over
 //! contiguous entries), and a pop takes the sorted run's front in O(1),
 //! writing no other task. Tasks further out, periodic tasks and due ones

@@ -261,7 +261,7 @@ impl WorkQueue {
     /// worker that takes it drops it and counts a no-op run, as a pop
     /// would). It keeps [`IN_WHEEL`] as its mark (see `crate::ready`). Its header is a
     /// line the producer's core wrote: reading it here, under the pool
-    /// lock, cost W7 about 4% (`docs/performance.md`).
+    /// lock, cost W7 about 4% (`docs/performance-log.md`).
     pub(crate) fn fill_ready(&mut self, now: Nanos, max: usize) {
         let room = max.saturating_sub(self.ready.hint_len());
         if room == 0 || self.queued_deadline().is_none_or(|d| d > now) {
