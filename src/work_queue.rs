@@ -240,10 +240,11 @@ impl WorkQueue {
                 return Some(entry);
             }
         }
-        if self.queued_deadline()? > now {
+        let source = self.first()?;
+        if self.front_of(source)?.deadline > now {
             return None;
         }
-        self.pop_queued()
+        self.pop_from(source)
     }
 
     /// Moves due one-shot tasks from the front of the queue to the ready
@@ -284,12 +285,12 @@ impl WorkQueue {
                 batch.push(entry);
                 continue;
             }
-            let Some(first) = self.front() else { break };
+            let first = self.front_of(source).expect("the first");
             let header = first.task.header();
             if first.deadline > now || header.kind() != Kind::Once || !header.is_scheduled() {
                 break;
             }
-            let entry = self.pop_queued().expect("a front");
+            let entry = self.pop_from(source).expect("a front");
             entry.task.header().set_heap_index(IN_READY);
             self.ready_last = Some(entry.key());
             batch.push(entry);
@@ -311,18 +312,30 @@ impl WorkQueue {
         self.fill_buf = batch;
     }
 
-    /// The first entry of the heap and the lane.
+    /// The first queued entry: the lane's, the heap's or the wheel's run's.
     fn front(&self) -> Option<&Entry> {
-        match self.first()? {
+        self.front_of(self.first()?)
+    }
+
+    /// The front of one part.
+    fn front_of(&self, source: Source) -> Option<&Entry> {
+        match source {
             Source::Lane => self.lane.front(),
             Source::Heap => self.heap.peek(),
             Source::Wheel => self.wheel.front(),
         }
     }
 
-    /// Removes and returns the first task of the heap and the lane.
+    /// Removes and returns the first queued task.
     fn pop_queued(&mut self) -> Option<Entry> {
-        let entry = match self.first()? {
+        let source = self.first()?;
+        self.pop_from(source)
+    }
+
+    /// Removes and returns the front of one part, which [`first`](Self::first)
+    /// named, and restores the wheel's invariants.
+    fn pop_from(&mut self, source: Source) -> Option<Entry> {
+        let entry = match source {
             Source::Lane => self.lane.pop_front()?,
             Source::Heap => self.heap.pop(&mut InTask)?,
             Source::Wheel => self.wheel.pop_front()?,
