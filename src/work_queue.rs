@@ -145,6 +145,22 @@ impl WorkQueue {
         }
     }
 
+    /// [`settle`](Self::settle), then [`first`](Self::first), found once:
+    /// for a push into the wheel, which asks both (under the pool lock).
+    fn settled_first(&mut self) -> Option<Source> {
+        loop {
+            let first = self.first();
+            let Some(boundary) = self.wheel.boundary() else {
+                return first;
+            };
+            let front = first.and_then(|source| self.front_of(source));
+            if front.is_some_and(|e| e.deadline < boundary) {
+                return first;
+            }
+            self.wheel.advance();
+        }
+    }
+
     /// The first task's deadline, due or not. With the ready batch
     /// non-empty, 0: its tasks were due when they were moved there.
     pub(crate) fn peek_deadline(&self) -> Option<Nanos> {
@@ -206,8 +222,10 @@ impl WorkQueue {
             let ptr = task.as_ptr();
             let entry = match self.wheel.push(Entry::new(deadline, task), now) {
                 Ok(()) => {
-                    self.settle();
-                    return self.front().is_some_and(|e| is_task(e, ptr));
+                    let first = self.settled_first();
+                    return first
+                        .and_then(|source| self.front_of(source))
+                        .is_some_and(|e| is_task(e, ptr));
                 }
                 Err(entry) => entry,
             };
