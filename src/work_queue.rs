@@ -137,16 +137,14 @@ impl WorkQueue {
     /// or a first slot filled: while the first task is missing or not
     /// before the wheel's boundary, the next slot joins the run.
     fn settle(&mut self) {
-        while let Some(boundary) = self.wheel.boundary() {
-            if self.front().is_some_and(|e| e.deadline < boundary) {
-                return;
-            }
-            self.wheel.advance();
+        if self.wheel.boundary().is_some() {
+            self.settled_first();
         }
     }
 
-    /// [`settle`](Self::settle), then [`first`](Self::first), found once:
-    /// for a push into the wheel, which asks both (under the pool lock).
+    /// [`settle`](Self::settle), returning [`first`](Self::first) as the
+    /// last check found it: for a push into the wheel, which asks both
+    /// (under the pool lock).
     fn settled_first(&mut self) -> Option<Source> {
         loop {
             let first = self.first();
