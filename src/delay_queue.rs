@@ -15,11 +15,11 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use crate::clock::{to_instant, to_nanos, Clock, ClockListener, ManualClock, Nanos};
-use crate::heap::{HeapEntry, IndexedHeap, Positions};
+use crate::base::clock::{to_instant, to_nanos, Clock, ClockListener, ManualClock, Nanos};
+use crate::base::sync::Mutex;
 use crate::leader::{Handoff, Leader, Signal, Waitable, Wake};
-use crate::slots::Slab;
-use crate::sync::Mutex;
+use crate::structures::heap::{HeapEntry, IndexedHeap, Positions};
+use crate::structures::slots::Slab;
 
 /// Something with a deadline: an element of a [`DelayQueue`] (Java's `Delayed`).
 ///
@@ -54,7 +54,7 @@ impl<T> DelayItem<T> {
     /// `Instant` saturates at about 146 years: it never comes due.
     pub fn new(value: T, delay: Duration) -> Self {
         let now = Instant::now();
-        let delay = delay.min(Duration::from_nanos(crate::clock::MAX_DELAY));
+        let delay = delay.min(Duration::from_nanos(crate::base::clock::MAX_DELAY));
         let deadline = now
             .checked_add(delay)
             .unwrap_or_else(|| to_instant(u64::MAX / 2));

@@ -20,7 +20,7 @@
 //! drop(h);
 //! ```
 
-use crate::heap::NOT_QUEUED;
+use crate::structures::heap::NOT_QUEUED;
 use crate::{DelayQueue, ScheduledHandle};
 
 /// Checks a [`DelayQueue`]'s heap and slot table: the heap property on
@@ -32,7 +32,7 @@ pub fn check_delay_queue<T>(q: &DelayQueue<T>) -> Result<(), String> {
     let mut in_heap = vec![false; slots.len()];
     for (i, &(deadline, seq, slot)) in heap.iter().enumerate() {
         if i > 0 {
-            let (pd, ps, _) = heap[(i - 1) / crate::heap::ARITY];
+            let (pd, ps, _) = heap[(i - 1) / crate::structures::heap::ARITY];
             if (pd, ps) > (deadline, seq) {
                 return Err(format!("heap property broken at {i}"));
             }
@@ -73,93 +73,17 @@ pub fn check_delay_queue<T>(q: &DelayQueue<T>) -> Result<(), String> {
 pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String> {
     let (_, shared) = handle.internals();
     let state = shared.lock();
-    let (heap, lane) = state.queue.parts();
-    for (i, e) in heap.iter().enumerate() {
-        let h = e.task.header();
-        if i > 0 {
-            let p = heap[(i - 1) / crate::heap::ARITY];
-            if p.key() > e.key() {
-                return Err(format!("heap property broken at {i}"));
-            }
-        }
-        if e.deadline != h.deadline() {
-            return Err(format!(
-                "entry {i}: deadline differs from task {}'s",
-                h.seq()
-            ));
-        }
-        let index = h.heap_index();
-        if index != i {
-            return Err(format!(
-                "task {} records heap index {index}, but sits at {i}",
-                h.seq()
-            ));
-        }
-    }
-    for (i, e) in lane.iter().enumerate() {
-        let h = e.task.header();
-        let mark = h.heap_index();
-        if mark != crate::lane::IN_LANE && (i == 0 || mark != crate::lane::LANE_REMOVED) {
-            return Err(format!("lane task {} at {i} carries mark {mark}", h.seq()));
-        }
-        if i > 0 {
-            let p = lane[i - 1];
-            if p.key() >= e.key() {
-                return Err(format!("lane out of order at {i}"));
-            }
-        }
-    }
-    let (run, slots, cursor) = state.queue.wheel_parts();
-    let live = |e: &crate::entry::Entry| e.task.header().heap_index() == crate::wheel::IN_WHEEL;
-    for (i, e) in run.iter().enumerate() {
-        let mark = e.task.header().heap_index();
-        if !live(e) && (i == 0 || mark != crate::wheel::WHEEL_REMOVED) {
-            return Err(format!("wheel run task at {i} carries mark {mark}"));
-        }
-        if i > 0 && run[i - 1].key() >= e.key() {
-            return Err(format!("wheel run out of order at {i}"));
-        }
-    }
-    for (slot, e) in &slots {
-        let mark = e.task.header().heap_index();
-        if !live(e) && mark != crate::wheel::WHEEL_REMOVED {
-            return Err(format!("wheel slot task carries mark {mark}"));
-        }
-        if e.deadline >> crate::wheel::SHIFT != *slot || *slot <= cursor {
-            return Err(format!(
-                "task due {} in slot {slot} (cursor {cursor})",
-                e.deadline
-            ));
-        }
-        if run.last().is_some_and(|r| r.key() >= e.key()) {
-            return Err("a slot's task sorts before the run's back".into());
-        }
-    }
-    let ready = state.queue.ready_snapshot();
-    for (i, (key, mark)) in ready.iter().enumerate() {
-        if *mark != crate::ready::IN_READY && *mark != crate::wheel::IN_WHEEL {
-            return Err(format!("ready task {} at {i} carries mark {mark}", key.1));
-        }
-        if i > 0 && ready[i - 1].0 >= *key {
-            return Err(format!("ready batch out of order at {i}"));
-        }
-    }
-    Ok(())
+    crate::queue::check::check(&state.queue)
 }
 
-/// The heap index `handle`'s task records: `None` when it carries the
-/// not-queued mark.
+/// Where `handle`'s task is queued, as a number: its heap position, or a
+/// code for the other parts of the queue (the lane `usize::MAX - 1`, the
+/// ready batch `usize::MAX - 3`, the wheel `usize::MAX - 4`); `None` when
+/// it is not queued (a cancelled entry waiting to be discarded is not).
 pub fn pool_heap_index<T: 'static>(handle: &ScheduledHandle<T>) -> Option<usize> {
     let (header, shared) = handle.internals();
     let _state = shared.lock();
-    let index = header.heap_index();
-    // Cancelled entries waiting to be discarded are no longer queued.
-    let gone = [
-        NOT_QUEUED,
-        crate::lane::LANE_REMOVED,
-        crate::wheel::WHEEL_REMOVED,
-    ];
-    (!gone.contains(&index)).then_some(index)
+    crate::queue::check::queued_code(header)
 }
 
 /// The durable queue's in-process leader/follower, for the loom models in

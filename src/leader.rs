@@ -64,8 +64,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
-use crate::clock::{to_instant, Clock, Nanos};
-use crate::sync::{AtomicBool, Condvar, MutexGuard, Ordering};
+use crate::base::clock::{to_instant, Clock, Nanos};
+use crate::base::sync::{AtomicBool, Condvar, MutexGuard, Ordering};
 
 /// Who is timing the head, and whether a waiter is spinning.
 #[derive(Debug, Default)]
@@ -448,7 +448,9 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             return; // work arrived without the lock: the caller re-checks
         }
         self.guard.leader().spinner = true;
-        crate::sync::unlocked(&mut self.guard, || crate::sync::spin_until(kick, until));
+        crate::base::sync::unlocked(&mut self.guard, || {
+            crate::base::sync::spin_until(kick, until)
+        });
         self.guard.leader().spinner = false;
         self.guard.spin_ends();
     }
@@ -490,5 +492,4 @@ impl<S: Waitable> Drop for Handoff<'_, S> {
 }
 
 #[cfg(all(test, not(loom)))]
-#[path = "leader_tests.rs"]
 mod tests;

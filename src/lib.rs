@@ -87,46 +87,26 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![doc(test(attr(deny(warnings))))]
 
-mod builder;
-mod clock;
-mod completion;
-mod control;
+// Layers, each using only those listed before it (docs/design.md):
+mod base;
 mod delay_queue;
 pub mod durable;
-mod entry;
-mod error;
-mod handle;
-mod heap;
-mod hooks;
-mod idle;
-mod inbox;
 #[doc(hidden)]
 pub mod internals;
-mod lane;
 mod leader;
-mod once;
-mod periodic;
-mod periodic_task;
 mod pool;
-mod ready;
-mod shared;
-mod slots;
-mod state;
-mod stats;
-mod sync;
+mod queue;
+mod structures;
 mod task;
-mod task_ptr;
-mod wheel;
-mod work_queue;
-mod worker;
 
-pub use builder::Builder;
-pub use clock::ManualClock;
+pub use base::clock::ManualClock;
+pub use base::error::{Rejected, TaskError};
 pub use delay_queue::{DelayItem, DelayQueue, Delayed, Key};
-pub use error::{Rejected, TaskError};
-pub use handle::{PendingTask, ScheduledHandle, TaskState};
-pub use hooks::{RunInfo, TaskPanic};
-pub use idle::IdleTimer;
-pub use periodic::{MissedTicks, Next, OnPanic, Periodic, RunOutcome};
-pub use pool::ScheduledThreadPool;
-pub use stats::{Lateness, PoolStats};
+pub use pool::builder::Builder;
+pub use pool::executor::ScheduledThreadPool;
+pub use pool::handle::{PendingTask, ScheduledHandle, TaskState};
+pub use pool::hooks::{RunInfo, TaskPanic};
+pub use pool::idle::IdleTimer;
+pub use pool::periodic::Periodic;
+pub use pool::stats::{Lateness, PoolStats};
+pub use task::policy::{MissedTicks, Next, OnPanic, RunOutcome};

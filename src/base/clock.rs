@@ -21,7 +21,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use crate::sync::{AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+use crate::base::sync::{AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 
 /// Nanoseconds since the process-wide epoch.
 pub(crate) type Nanos = u64;

@@ -25,7 +25,7 @@ use super::backend::{
     ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,
     PutMode, Repeat, When, MAX_MS, RECEIPT_MS,
 };
-use crate::clock::{Clock, ClockListener};
+use crate::base::clock::{Clock, ClockListener};
 use crate::ManualClock;
 
 /// A [`DurableBackend`] in this process's memory.

@@ -125,7 +125,7 @@ impl Inner {
             Ok(result) => result.map_err(|e| e.to_string()),
             Err(panic) => Err(format!(
                 "panicked: {}",
-                crate::error::panic_message(&*panic)
+                crate::base::error::panic_message(&*panic)
             )),
         };
         match outcome {

@@ -26,7 +26,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::sync::{Condvar, Mutex};
+use crate::base::sync::{Condvar, Mutex};
 
 use super::backend::{Claimed, DurableBackend, DurableError, Nack};
 use super::leases::Leases;

@@ -8,8 +8,8 @@ use std::thread;
 use std::time::Duration;
 
 use super::{Handoff, Leader, Signal, Waitable, Wake};
-use crate::clock::{Clock, Nanos};
-use crate::sync::Mutex;
+use crate::base::clock::{Clock, Nanos};
+use crate::base::sync::Mutex;
 
 #[derive(Default)]
 struct Deadlines {

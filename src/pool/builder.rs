@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use crate::clock::{Clock, ManualClock};
-use crate::hooks::{Hooks, RunInfo, TaskPanic};
-use crate::pool::ScheduledThreadPool;
-use crate::shared::{Config, Shared};
+use crate::base::clock::{Clock, ManualClock};
+use crate::pool::config::Config;
+use crate::pool::executor::ScheduledThreadPool;
+use crate::pool::hooks::{Hooks, RunInfo, TaskPanic};
+use crate::pool::shared::Shared;
+use crate::pool::worker;
 
 /// How long an idle worker spins by default (see [`Builder::idle_spin`]).
 const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(20);
@@ -246,7 +248,27 @@ impl Builder {
             hooks: self.hooks,
         };
         Ok(ScheduledThreadPool::from_shared(Shared::new(
-            config, self.clock,
+            config,
+            self.clock,
+            worker::run,
         )))
+    }
+}
+
+/// Construction (here, beside the [`Builder`] it uses, so that the pool
+/// itself need not know its builder).
+impl ScheduledThreadPool {
+    /// A pool with `core_threads` worker threads (started lazily) and the
+    /// default settings of [`Builder`].
+    pub fn new(core_threads: usize) -> Self {
+        Builder::new()
+            .core_threads(core_threads)
+            .build()
+            .expect("the default thread name is valid")
+    }
+
+    /// A [`Builder`] to configure a pool.
+    pub fn builder() -> Builder {
+        Builder::new()
     }
 }

@@ -19,10 +19,11 @@
 //!   [`crate::task`]), so it cannot fall between "the run ended" and
 //!   "requeued".
 
-use crate::clock::Nanos;
-use crate::shared::{take_paused, Shared, State, RUNNING};
-use crate::task::{Header, Kind};
-use crate::task_ptr::TaskPtr;
+use crate::base::clock::Nanos;
+use crate::pool::config::RUNNING;
+use crate::pool::shared::{take_paused, Shared, State};
+use crate::task::header::{Header, Kind};
+use crate::task::ptr::TaskPtr;
 
 impl Shared {
     /// Removes `task` from the queue if it is queued there; true if it was.
@@ -60,7 +61,7 @@ impl Shared {
         let now = self.clock.now();
         let refused = {
             let mut state = self.handoff();
-            if header.state() != crate::task::PAUSED {
+            if header.state() != crate::task::header::PAUSED {
                 return false;
             }
             if let Some(control) = job.control() {

@@ -13,16 +13,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::builder::Builder;
-use crate::clock::after;
-use crate::error::Rejected;
-use crate::handle::{PendingTask, ScheduledHandle};
-use crate::once::{ExecTask, OnceTask};
-use crate::periodic::{Periodic, RunOutcome};
-use crate::shared::{Shared, TERMINATED};
-use crate::stats::PoolStats;
-use crate::task::{Header, Kind};
-use crate::task_ptr::TaskPtr;
+use crate::base::clock::after;
+use crate::base::error::Rejected;
+use crate::pool::config::TERMINATED;
+use crate::pool::handle::{PendingTask, ScheduledHandle};
+use crate::pool::shared::Shared;
+use crate::pool::stats::PoolStats;
+use crate::task::header::{Header, Kind};
+use crate::task::once::{ExecTask, OnceTask};
+use crate::task::ptr::TaskPtr;
 
 /// A pool of worker threads that runs tasks after a delay or periodically:
 /// Java's `ScheduledThreadPoolExecutor`.
@@ -78,20 +77,6 @@ impl Drop for Owner {
 }
 
 impl ScheduledThreadPool {
-    /// A pool with `core_threads` worker threads (started lazily) and the
-    /// default settings of [`Builder`].
-    pub fn new(core_threads: usize) -> Self {
-        Builder::new()
-            .core_threads(core_threads)
-            .build()
-            .expect("the default thread name is valid")
-    }
-
-    /// A [`Builder`] to configure a pool.
-    pub fn builder() -> Builder {
-        Builder::new()
-    }
-
     pub(crate) fn from_shared(shared: Arc<Shared>) -> Self {
         ScheduledThreadPool {
             inner: Arc::new(Owner { shared }),
@@ -168,122 +153,6 @@ impl ScheduledThreadPool {
         Ok(ScheduledHandle::new(task, Arc::clone(shared)))
     }
 
-    /// Runs `task` first after `initial_delay`, then every `period`: the
-    /// n-th run is due at `first + n * period`. A run that starts late is
-    /// followed at once by the runs that were due (catch-up, as Java); the
-    /// task never runs concurrently with itself. For other missed-tick and
-    /// panic policies, run limits and jitter, use
-    /// [`at_fixed_rate`](Self::at_fixed_rate).
-    ///
-    /// The handle completes only when the task is cancelled, panics, or is
-    /// dropped by a shutdown.
-    ///
-    /// # Errors
-    ///
-    /// [`Rejected`] if `period` is zero, or once shutdown has begun.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::atomic::{AtomicU32, Ordering};
-    /// use std::sync::Arc;
-    /// use std::time::Duration;
-    /// use schedpool::ScheduledThreadPool;
-    ///
-    /// let pool = ScheduledThreadPool::new(1);
-    /// let ticks = Arc::new(AtomicU32::new(0));
-    /// let t = ticks.clone();
-    /// let h = pool.schedule_at_fixed_rate(move || { t.fetch_add(1, Ordering::SeqCst); },
-    ///                                     Duration::ZERO, Duration::from_millis(1))?;
-    /// while ticks.load(Ordering::SeqCst) < 3 { std::thread::yield_now(); }
-    /// assert!(h.cancel());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn schedule_at_fixed_rate<F>(
-        &self,
-        task: F,
-        initial_delay: Duration,
-        period: Duration,
-    ) -> Result<ScheduledHandle<()>, Rejected>
-    where
-        F: FnMut() + Send + 'static,
-    {
-        self.at_fixed_rate(period)
-            .initial_delay(initial_delay)
-            .start(task)
-    }
-
-    /// Runs `task` first after `initial_delay`, then again `delay` after
-    /// each run ends. The handle completes only when the task is cancelled,
-    /// panics, or is dropped by a shutdown. For more options use
-    /// [`with_fixed_delay`](Self::with_fixed_delay).
-    ///
-    /// # Errors
-    ///
-    /// [`Rejected`] if `delay` is zero, or once shutdown has begun.
-    pub fn schedule_with_fixed_delay<F>(
-        &self,
-        task: F,
-        initial_delay: Duration,
-        delay: Duration,
-    ) -> Result<ScheduledHandle<()>, Rejected>
-    where
-        F: FnMut() + Send + 'static,
-    {
-        self.with_fixed_delay(delay)
-            .initial_delay(initial_delay)
-            .start(task)
-    }
-
-    /// A fixed-rate periodic task with options: see [`Periodic`].
-    pub fn at_fixed_rate(&self, period: Duration) -> Periodic<'_> {
-        Periodic::new(self, Kind::FixedRate, period)
-    }
-
-    /// A fixed-delay periodic task with options: see [`Periodic`].
-    pub fn with_fixed_delay(&self, delay: Duration) -> Periodic<'_> {
-        Periodic::new(self, Kind::FixedDelay, delay)
-    }
-
-    /// Runs `task` after `initial_delay`, then again after whatever delay
-    /// each run returns; `None` stops it (its handle completes with
-    /// `Ok(())`). A dynamic-delay task: polling with backoff, retries,
-    /// "next check in ...".
-    ///
-    /// # Errors
-    ///
-    /// [`Rejected`] once shutdown has begun.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use schedpool::ScheduledThreadPool;
-    ///
-    /// let pool = ScheduledThreadPool::new(1);
-    /// let mut wait = Duration::from_millis(1);
-    /// let h = pool.schedule_dynamic(move || {
-    ///     wait *= 2; // exponential backoff
-    ///     (wait < Duration::from_millis(16)).then_some(wait)
-    /// }, Duration::ZERO)?;
-    /// assert_eq!(h.join(), Ok(()));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn schedule_dynamic<F, R>(
-        &self,
-        task: F,
-        initial_delay: Duration,
-    ) -> Result<ScheduledHandle<()>, Rejected>
-    where
-        F: FnMut() -> R + Send + 'static,
-        R: RunOutcome + 'static,
-    {
-        let fallback = initial_delay.max(Duration::from_nanos(1));
-        self.with_fixed_delay(fallback)
-            .initial_delay(initial_delay)
-            .start_dynamic(task)
-    }
-
     // ===== shutdown =====
 
     /// Begins an orderly shutdown; never blocks. New submissions are
@@ -322,7 +191,7 @@ impl ScheduledThreadPool {
 
     /// True once shutdown has begun.
     pub fn is_shutdown(&self) -> bool {
-        self.shared().run_state() != crate::shared::RUNNING
+        self.shared().run_state() != crate::pool::config::RUNNING
     }
 
     /// True once the pool has terminated.

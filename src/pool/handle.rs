@@ -20,12 +20,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::clock::{delay_nanos, to_instant};
-use crate::completion::Completion;
-use crate::error::{drop_quietly, Rejected, TaskError};
-use crate::shared::Shared;
-use crate::task::{CANCELLED, DONE, PAUSED, RUNNING, SCHEDULED};
-use crate::task_ptr::TaskPtr;
+use crate::base::clock::{delay_nanos, to_instant};
+use crate::base::error::{drop_quietly, Rejected, TaskError};
+use crate::pool::shared::Shared;
+use crate::task::completion::Completion;
+use crate::task::header::{CANCELLED, DONE, PAUSED, RUNNING, SCHEDULED};
+use crate::task::ptr::TaskPtr;
 
 /// Where a task is in its life ([`ScheduledHandle::state`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,7 +108,7 @@ impl<T: 'static> ScheduledHandle<T> {
     }
 
     /// The task's header and pool core, for `crate::internals`.
-    pub(crate) fn internals(&self) -> (&crate::task::Header, &Arc<Shared>) {
+    pub(crate) fn internals(&self) -> (&crate::task::header::Header, &Arc<Shared>) {
         (self.task.header(), &self.pool)
     }
 

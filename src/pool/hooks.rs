@@ -15,8 +15,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::clock::{to_instant, Nanos};
-use crate::sync::thread_local;
+use crate::base::clock::{to_instant, Nanos};
+use crate::base::sync::thread_local;
 
 thread_local! {
     static CURRENT_RUN: Cell<Option<RunInfo>> = const { Cell::new(None) };
@@ -206,7 +206,7 @@ impl Hooks {
     pub(crate) fn panicked(&self, panic: TaskPanic) {
         match &self.panic {
             Some(handler) => guarded("panic_handler", || handler(panic)),
-            None => crate::error::drop_quietly(panic.payload),
+            None => crate::base::error::drop_quietly(panic.payload),
         }
     }
 }
@@ -224,8 +224,8 @@ impl fmt::Debug for Hooks {
 /// Runs a user hook, containing its panic.
 fn guarded(which: &'static str, hook: impl FnOnce()) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(hook)) {
-        let message = crate::error::panic_message(&*payload);
-        crate::error::drop_quietly(payload);
+        let message = crate::base::error::panic_message(&*payload);
+        crate::base::error::drop_quietly(payload);
         tracing::error!(target: "schedpool::pool", hook = which, panic = %message, "a pool hook panicked");
     }
 }

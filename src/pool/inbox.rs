@@ -8,7 +8,7 @@
 //! worker needs waking, the submitter has nothing to do under the pool lock
 //! but the push: it can leave the task in this inbox instead, under a lock
 //! of its own held for one `Vec::push`, and the next worker to take the
-//! pool lock moves it into the queue ([`absorb`](crate::shared::State::absorb)).
+//! pool lock moves it into the queue ([`absorb`](crate::pool::shared::State::absorb)).
 //!
 //! # Invariants
 //!
@@ -29,10 +29,10 @@
 //!   as if the submission had taken the pool lock itself, and a slow-path
 //!   submission never overtakes an earlier fast one.
 
-use crate::clock::Nanos;
+use crate::base::clock::Nanos;
+use crate::base::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::leader::Signal;
-use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
-use crate::task_ptr::TaskPtr;
+use crate::task::ptr::TaskPtr;
 
 /// A task waiting in the inbox, with the clock reading its deadline came
 /// from (the work queue's lane test needs it).

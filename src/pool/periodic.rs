@@ -12,99 +12,15 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::clock::{after, delay_nanos, to_nanos, Nanos};
-use crate::error::Rejected;
-use crate::handle::ScheduledHandle;
-use crate::periodic_task::{Control, PeriodicTask};
-use crate::pool::ScheduledThreadPool;
-use crate::task::{Header, Kind};
-use crate::task_ptr::TaskPtr;
-
-/// What a fixed-rate task does about runs it missed because it (or the
-/// pool) was late. tokio calls these `Burst`, `Skip` and `Delay`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MissedTicks {
-    /// Run every missed tick, back to back, until caught up (Java's
-    /// behaviour, the default): the n-th run is due at `first + n * period`.
-    #[default]
-    Burst,
-    /// Drop the missed ticks: the next run is the next grid point after now.
-    Skip,
-    /// Shift the grid: the next run is due one period after the late run
-    /// started.
-    Delay,
-}
-
-/// What a periodic task does when a run panics. Whatever the policy, the
-/// panic reaches the handle ([`ScheduledHandle::failure_count`],
-/// [`ScheduledHandle::last_failure`]), the pool's panic handler, an `ERROR`
-/// event and the pool's failure counter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnPanic {
-    /// Run no more; the handle completes with the panic (Java's behaviour,
-    /// the default).
-    #[default]
-    Stop,
-    /// Keep the schedule as if the run had succeeded.
-    Continue,
-    /// Retry after `initial`, doubling after each consecutive panic up to
-    /// `max`; the first successful run returns to the normal schedule.
-    Backoff {
-        /// The delay after the first panic.
-        initial: Duration,
-        /// The longest delay.
-        max: Duration,
-    },
-}
-
-/// What a periodic task's body asks for next, with
-/// [`Periodic::start_dynamic`]. A body may return `()` (always
-/// [`Next::Continue`]), `Option<Duration>` (`Some(d)` is [`Next::After`],
-/// `None` is [`Next::Stop`]), or `Next` itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
-    /// Follow the schedule.
-    Continue,
-    /// Run next this long after this run ended (the dynamic form).
-    After(Duration),
-    /// Run no more; the handle completes with `Ok(())`.
-    Stop,
-}
-
-/// A steering body's return value: see [`Next`] and
-/// [`Periodic::start_dynamic`].
-pub trait RunOutcome {
-    /// What the task does next.
-    fn into_next(self) -> Next;
-}
-
-impl RunOutcome for () {
-    fn into_next(self) -> Next {
-        Next::Continue
-    }
-}
-
-impl RunOutcome for Option<Duration> {
-    fn into_next(self) -> Next {
-        self.map_or(Next::Stop, Next::After)
-    }
-}
-
-impl RunOutcome for Next {
-    fn into_next(self) -> Next {
-        self
-    }
-}
-
-/// The options of a periodic task, fixed at `start`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Options {
-    pub(crate) missed: MissedTicks,
-    pub(crate) on_panic: OnPanic,
-    pub(crate) max_runs: Option<u64>,
-    pub(crate) until: Option<Nanos>,
-    pub(crate) jitter: Nanos,
-}
+use crate::base::clock::{after, delay_nanos, to_nanos};
+use crate::base::error::Rejected;
+use crate::pool::executor::ScheduledThreadPool;
+use crate::pool::handle::ScheduledHandle;
+use crate::task::control::Control;
+use crate::task::header::{Header, Kind};
+use crate::task::periodic::PeriodicTask;
+use crate::task::policy::{MissedTicks, Next, OnPanic, Options, RunOutcome};
+use crate::task::ptr::TaskPtr;
 
 /// Builds a periodic task: [`ScheduledThreadPool::at_fixed_rate`] or
 /// [`ScheduledThreadPool::with_fixed_delay`], then options, then
@@ -289,5 +205,124 @@ impl fmt::Debug for Periodic<'_> {
             .field("initial_delay", &self.initial_delay)
             .field("options", &self.options)
             .finish()
+    }
+}
+
+/// Periodic tasks (here, beside [`Periodic`], which they build).
+impl ScheduledThreadPool {
+    /// Runs `task` first after `initial_delay`, then every `period`: the
+    /// n-th run is due at `first + n * period`. A run that starts late is
+    /// followed at once by the runs that were due (catch-up, as Java); the
+    /// task never runs concurrently with itself. For other missed-tick and
+    /// panic policies, run limits and jitter, use
+    /// [`at_fixed_rate`](Self::at_fixed_rate).
+    ///
+    /// The handle completes only when the task is cancelled, panics, or is
+    /// dropped by a shutdown.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] if `period` is zero, or once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let ticks = Arc::new(AtomicU32::new(0));
+    /// let t = ticks.clone();
+    /// let h = pool.schedule_at_fixed_rate(move || { t.fetch_add(1, Ordering::SeqCst); },
+    ///                                     Duration::ZERO, Duration::from_millis(1))?;
+    /// while ticks.load(Ordering::SeqCst) < 3 { std::thread::yield_now(); }
+    /// assert!(h.cancel());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule_at_fixed_rate<F>(
+        &self,
+        task: F,
+        initial_delay: Duration,
+        period: Duration,
+    ) -> Result<ScheduledHandle<()>, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.at_fixed_rate(period)
+            .initial_delay(initial_delay)
+            .start(task)
+    }
+
+    /// Runs `task` first after `initial_delay`, then again `delay` after
+    /// each run ends. The handle completes only when the task is cancelled,
+    /// panics, or is dropped by a shutdown. For more options use
+    /// [`with_fixed_delay`](Self::with_fixed_delay).
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] if `delay` is zero, or once shutdown has begun.
+    pub fn schedule_with_fixed_delay<F>(
+        &self,
+        task: F,
+        initial_delay: Duration,
+        delay: Duration,
+    ) -> Result<ScheduledHandle<()>, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.with_fixed_delay(delay)
+            .initial_delay(initial_delay)
+            .start(task)
+    }
+
+    /// A fixed-rate periodic task with options: see [`Periodic`].
+    pub fn at_fixed_rate(&self, period: Duration) -> Periodic<'_> {
+        Periodic::new(self, Kind::FixedRate, period)
+    }
+
+    /// A fixed-delay periodic task with options: see [`Periodic`].
+    pub fn with_fixed_delay(&self, delay: Duration) -> Periodic<'_> {
+        Periodic::new(self, Kind::FixedDelay, delay)
+    }
+
+    /// Runs `task` after `initial_delay`, then again after whatever delay
+    /// each run returns; `None` stops it (its handle completes with
+    /// `Ok(())`). A dynamic-delay task: polling with backoff, retries,
+    /// "next check in ...".
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let mut wait = Duration::from_millis(1);
+    /// let h = pool.schedule_dynamic(move || {
+    ///     wait *= 2; // exponential backoff
+    ///     (wait < Duration::from_millis(16)).then_some(wait)
+    /// }, Duration::ZERO)?;
+    /// assert_eq!(h.join(), Ok(()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule_dynamic<F, R>(
+        &self,
+        task: F,
+        initial_delay: Duration,
+    ) -> Result<ScheduledHandle<()>, Rejected>
+    where
+        F: FnMut() -> R + Send + 'static,
+        R: RunOutcome + 'static,
+    {
+        let fallback = initial_delay.max(Duration::from_nanos(1));
+        self.with_fixed_delay(fallback)
+            .initial_delay(initial_delay)
+            .start_dynamic(task)
     }
 }

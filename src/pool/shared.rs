@@ -42,46 +42,34 @@
 //! - No user code (task bodies, their `Drop`s) runs under the lock.
 
 use crossbeam_utils::CachePadded;
+use std::cell::Cell;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use crate::clock::{Clock, ClockListener, Nanos};
-use crate::entry::Entry;
-use crate::error::Rejected;
-use crate::hooks::Hooks;
-use crate::inbox::Inbox;
+use super::config::{Config, RUNNING, SHUTDOWN, STOP, TERMINATED};
+use crate::base::clock::{Clock, ClockListener, Nanos};
+use crate::base::error::Rejected;
+use crate::base::sync::{
+    spawn_named, thread_local, wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering,
+};
 use crate::leader::{Handoff, Signal};
-use crate::ready::Ready;
-pub(crate) use crate::state::State;
-use crate::stats::LatenessHistogram;
-use crate::sync::{wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
-use crate::task::{EndOfRun, Header};
-use crate::task_ptr::TaskPtr;
+use crate::pool::inbox::Inbox;
+pub(crate) use crate::pool::state::State;
+use crate::pool::stats::LatenessHistogram;
+use crate::queue::ready::Ready;
+use crate::queue::Entry;
+use crate::task::header::{EndOfRun, Header};
+use crate::task::ptr::TaskPtr;
 
-pub(crate) const RUNNING: u8 = 0;
-pub(crate) const SHUTDOWN: u8 = 1;
-pub(crate) const STOP: u8 = 2;
-pub(crate) const TERMINATED: u8 = 3;
-
-/// The pool's fixed configuration (from the [`Builder`](crate::Builder)).
-#[derive(Debug, Clone)]
-pub(crate) struct Config {
-    pub(crate) core_threads: usize,
-    pub(crate) thread_name: String,
-    pub(crate) remove_on_cancel: bool,
-    pub(crate) continue_periodic_after_shutdown: bool,
-    pub(crate) execute_delayed_after_shutdown: bool,
-    /// How long the last worker of a core-0 pool waits on an empty queue
-    /// before exiting (Java's `DEFAULT_KEEPALIVE_MILLIS`).
-    pub(crate) keep_alive: Duration,
-    /// Lateness beyond which a run logs a starvation warning.
-    pub(crate) starvation_threshold: Duration,
-    /// The workers' timer slack (Linux), or `None` to keep the OS default.
-    pub(crate) timer_slack: Option<Duration>,
-    /// How long a worker that finds the queue empty spins before it sleeps.
-    pub(crate) idle_spin: Duration,
-    pub(crate) hooks: Hooks,
+thread_local! {
+    /// The pool this thread works for (its `Shared`'s address), or 0.
+    static CURRENT_POOL: Cell<usize> = const { Cell::new(0) };
 }
+
+/// A worker thread's body: what [`Shared::start_worker`] runs on a new
+/// thread (`super::worker::run`, given by the builder, which sits above
+/// both).
+pub(super) type WorkerMain = fn(Arc<Shared>);
 
 /// What the pool's threads and handles share.
 pub(crate) struct Shared {
@@ -110,10 +98,12 @@ pub(crate) struct Shared {
     /// When the last starvation warning was logged (clock nanos).
     /// (std's atomic even under loom: whether it is touched depends on real time.)
     pub(crate) last_starvation_warning: std::sync::atomic::AtomicU64,
+    /// What a new worker thread runs.
+    worker_main: WorkerMain,
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config, clock: Clock) -> Arc<Shared> {
+    pub(crate) fn new(config: Config, clock: Clock, worker_main: WorkerMain) -> Arc<Shared> {
         let inbox = Arc::new(Inbox::new(config.core_threads));
         let ready = Arc::new(Ready::new());
         let shared = Arc::new(Shared {
@@ -130,6 +120,7 @@ impl Shared {
             lateness: LatenessHistogram::new(),
             panicked: AtomicU64::new(0),
             last_starvation_warning: std::sync::atomic::AtomicU64::new(0),
+            worker_main,
         });
         let listener: Weak<dyn ClockListener> = Arc::downgrade(&shared) as Weak<Shared>;
         shared.clock.subscribe(listener);
@@ -137,6 +128,16 @@ impl Shared {
     }
 
     /// The pool lock, with the inbox absorbed.
+    /// Marks the calling thread as one of this pool's workers.
+    pub(super) fn enter_as_worker(self: &Arc<Self>) {
+        CURRENT_POOL.with(|c| c.set(Arc::as_ptr(self) as usize));
+    }
+
+    /// True if the calling thread is one of this pool's workers.
+    pub(super) fn is_current_pool(&self) -> bool {
+        CURRENT_POOL.with(|c| c.get() == self as *const Shared as usize)
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         let mut state = self.state.lock();
         state.absorb();
@@ -216,7 +217,8 @@ impl Shared {
     ) -> Result<(), Rejected> {
         let name = format!("{}-{}", self.config.thread_name, number);
         let shared = Arc::clone(self);
-        let Err(err) = crate::sync::spawn_named(name, move || crate::worker::run(shared)) else {
+        let main = self.worker_main;
+        let Err(err) = spawn_named(name, move || main(shared)) else {
             return Ok(());
         };
         tracing::error!(target: "schedpool::pool", error = %err, "could not start a worker thread");
@@ -411,7 +413,7 @@ impl Shared {
 
     /// Blocks until terminated or `timeout` (real time) passed.
     pub(crate) fn await_termination(&self, timeout: Duration) -> bool {
-        if crate::worker::is_worker_of(self) {
+        if self.is_current_pool() {
             // Waiting for ourselves would never end.
             return self.run_state() == TERMINATED;
         }

@@ -5,8 +5,8 @@
 //! # Invariants
 //!
 //! - Only code holding the pool lock has a `&mut State`, so "must hold the
-//!   lock" is a type. [`Shared::lock`](crate::shared::Shared::lock) and
-//!   [`Shared::handoff`](crate::shared::Shared::handoff) absorb the inbox
+//!   lock" is a type. [`Shared::lock`](crate::pool::shared::Shared::lock) and
+//!   [`Shared::handoff`](crate::pool::shared::Shared::handoff) absorb the inbox
 //!   before they hand it out, and a waiting worker absorbs before every
 //!   look at the head.
 //! - `workers` and `run_state` are mirrored into the inbox's gate whenever
@@ -20,13 +20,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::Nanos;
-use crate::inbox::{Inbox, Incoming};
+use crate::base::clock::Nanos;
 use crate::leader::{Leader, Waitable};
-use crate::ready::Ready;
-use crate::shared::{Config, RUNNING, SHUTDOWN, STOP};
-use crate::task_ptr::TaskPtr;
-use crate::work_queue::WorkQueue;
+use crate::pool::config::{Config, RUNNING, SHUTDOWN, STOP};
+use crate::pool::inbox::{Inbox, Incoming};
+use crate::queue::ready::Ready;
+use crate::queue::WorkQueue;
+use crate::task::ptr::TaskPtr;
 
 /// Everything the pool lock protects.
 ///
@@ -55,7 +55,7 @@ pub(crate) struct State {
     /// A core-0 pool's keep-alive: its worker leaves after this long with
     /// nothing queued (Java: a timed poll with `keepAliveTime`).
     pub(crate) keep_alive: Option<Duration>,
-    /// Submissions that skipped this lock (shared with [`crate::shared::Shared`]).
+    /// Submissions that skipped this lock (shared with [`crate::pool::shared::Shared`]).
     inbox: Arc<Inbox>,
     /// The tray swapped out of the inbox while absorbing (kept for its
     /// capacity).

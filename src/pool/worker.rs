@@ -23,27 +23,16 @@
 //!   decided to leave. If it unwinds instead (a bug, or a panicking hook), a
 //!   drop guard does the same, and starts a replacement if work is queued.
 
-use std::cell::Cell;
 use std::sync::Arc;
 
-use crate::clock::Nanos;
-use crate::error::drop_quietly;
-use crate::hooks::{CurrentRun, RunInfo};
-use crate::ready::Previous;
-use crate::shared::{Shared, State, RUNNING, STOP};
-use crate::sync::thread_local;
-use crate::task::Kind;
-use crate::task_ptr::TaskPtr;
-
-thread_local! {
-    /// The pool this thread works for (its `Shared`'s address), or 0.
-    static CURRENT_POOL: Cell<usize> = const { Cell::new(0) };
-}
-
-/// True if the calling thread is one of `shared`'s workers.
-pub(crate) fn is_worker_of(shared: &Shared) -> bool {
-    CURRENT_POOL.with(|c| c.get() == shared as *const Shared as usize)
-}
+use crate::base::clock::Nanos;
+use crate::base::error::drop_quietly;
+use crate::pool::config::{RUNNING, STOP};
+use crate::pool::hooks::{CurrentRun, RunInfo};
+use crate::pool::shared::{Shared, State};
+use crate::queue::ready::Previous;
+use crate::task::header::Kind;
+use crate::task::ptr::TaskPtr;
 
 /// What a run left to fold into the pool state at the next lock.
 struct Finished {
@@ -87,7 +76,7 @@ impl Drop for ExitGuard<'_> {
             (replacement, terminated)
         };
         let (replacement, terminated) = replacement;
-        crate::shared::log_if_terminated(terminated);
+        crate::pool::shared::log_if_terminated(terminated);
         if let Some(number) = replacement {
             let _ = self.shared.start_worker(number, None);
         }
@@ -96,7 +85,7 @@ impl Drop for ExitGuard<'_> {
 
 /// The worker thread's main function.
 pub(crate) fn run(shared: Arc<Shared>) {
-    CURRENT_POOL.with(|c| c.set(Arc::as_ptr(&shared) as usize));
+    shared.enter_as_worker();
     if let Some(slack) = shared.config.timer_slack {
         set_timer_slack(slack);
     }
@@ -151,7 +140,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 guard.left = true;
                 let terminated = shared.try_terminate(&mut state);
                 drop(state);
-                crate::shared::log_if_terminated(terminated);
+                crate::pool::shared::log_if_terminated(terminated);
                 return;
             }
         };
@@ -175,7 +164,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
                     // the hand-over below wakes to help. Not after a
                     // periodic task: its requeue, at the next lock, comes
                     // after the batch, and its catch-up run may sort first.
-                    state.queue.fill_ready(now, crate::ready::BATCH - 1);
+                    state.queue.fill_ready(now, crate::queue::ready::BATCH - 1);
                 }
                 drop(state); // hands leadership on before the run
                 finished = Some(run_one(&shared, task, now));
@@ -199,7 +188,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
 /// in under the next one.
 #[derive(Default)]
 struct ReadyTally {
-    /// Tasks taken ([`Ready::taken`](crate::ready::Ready::taken)).
+    /// Tasks taken ([`Ready::taken`](crate::queue::ready::Ready::taken)).
     taken: usize,
     /// Of those, runs and no-op runs (cancelled after they were taken).
     completed: u64,

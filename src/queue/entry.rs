@@ -2,9 +2,10 @@
 //! lane, the wheel and the ready batch), and the recorder that keeps each
 //! task's heap index in the task itself (Java's `setIndex`).
 
-use crate::clock::Nanos;
-use crate::heap::{HeapEntry, Positions};
-use crate::task_ptr::TaskPtr;
+use super::location::Location;
+use crate::base::clock::Nanos;
+use crate::structures::heap::{HeapEntry, Positions, NOT_QUEUED};
+use crate::task::ptr::TaskPtr;
 
 /// A queued task: its deadline inline, so comparing two entries
 /// dereferences a task only on a tie (for the sequence number, which the
@@ -37,16 +38,21 @@ impl HeapEntry for Entry {
 }
 
 /// Records heap positions in the tasks themselves (Java's `setIndex`).
-pub(crate) struct InTask;
+pub(super) struct InTask;
 
 impl Positions<Entry> for InTask {
     #[inline]
     fn set(&mut self, entry: &Entry, index: usize) {
-        entry.task.header().set_heap_index(index);
+        let location = if index == NOT_QUEUED {
+            Location::NotQueued
+        } else {
+            Location::Heap(index)
+        };
+        location.set(entry.task.header());
     }
 }
 
 /// Is `task` the task behind `entry`? (Data pointers; vtables may differ.)
-pub(crate) fn is_task(entry: &Entry, task: *const u8) -> bool {
+pub(super) fn is_task(entry: &Entry, task: *const u8) -> bool {
     std::ptr::eq(entry.task.as_ptr(), task)
 }

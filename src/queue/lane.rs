@@ -7,30 +7,23 @@
 //! - The entries are strictly increasing in `(deadline, seq)`. A task joins
 //!   at the back only if it sorts after the back ([`Lane::accepts`]); the
 //!   work queue sends any other to the heap (`crate::work_queue`).
-//! - A task here carries [`IN_LANE`] as its heap index; a cancelled one,
-//!   [`LANE_REMOVED`]: it no longer counts in [`Lane::len`], its closure was
+//! - A task here carries `Location::Lane`; a cancelled one,
+//!   `Location::LaneRemoved`: it no longer counts in [`Lane::len`], its closure was
 //!   dropped by the cancel, and its entry (one reference) is discarded when
 //!   it reaches the front. `removed` counts those marked entries.
 //! - The front is never a removed entry, so peeking stays O(1).
 
 use std::collections::VecDeque;
 
-use crate::clock::Nanos;
-use crate::entry::{is_task, Entry};
-use crate::heap::NOT_QUEUED;
-use crate::task::Header;
-
-/// The heap index recorded for a task in the lane.
-pub(crate) const IN_LANE: usize = usize::MAX - 1;
-
-/// The heap index recorded for a cancelled task removed from the lane (its
-/// entry is discarded when it reaches the front).
-pub(crate) const LANE_REMOVED: usize = usize::MAX - 2;
+use super::entry::{is_task, Entry};
+use super::location::Location;
+use crate::base::clock::Nanos;
+use crate::task::header::Header;
 
 /// See the module documentation.
 pub(crate) struct Lane {
     entries: VecDeque<Entry>,
-    /// Entries marked [`LANE_REMOVED`], not yet discarded.
+    /// Entries marked `Location::LaneRemoved`, not yet discarded.
     removed: usize,
 }
 
@@ -70,7 +63,7 @@ impl Lane {
 
     /// Appends `entry`, which [`accepts`](Self::accepts) allowed.
     pub(crate) fn push(&mut self, entry: Entry) {
-        entry.task.header().set_heap_index(IN_LANE);
+        Location::Lane.set(entry.task.header());
         self.entries.push_back(entry);
     }
 
@@ -84,7 +77,7 @@ impl Lane {
     /// Marks a cancelled task in the lane as removed, in O(1) (see the
     /// invariants).
     pub(crate) fn mark_removed(&mut self, header: &Header) {
-        header.set_heap_index(LANE_REMOVED);
+        Location::LaneRemoved.set(header);
         self.removed += 1;
         self.discard_removed_front();
     }
@@ -94,7 +87,7 @@ impl Lane {
     pub(crate) fn remove(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
         let at = self.entries.iter().position(|e| is_task(e, task))?;
         let entry = self.entries.remove(at)?;
-        header.set_heap_index(NOT_QUEUED);
+        Location::NotQueued.set(header);
         self.discard_removed_front();
         Some(entry)
     }
@@ -109,12 +102,12 @@ impl Lane {
         let entries = std::mem::take(&mut self.entries);
         self.removed = 0;
         for entry in entries {
-            if entry.task.header().heap_index() == LANE_REMOVED {
-                entry.task.header().set_heap_index(NOT_QUEUED);
+            if Location::of(entry.task.header()) == Location::LaneRemoved {
+                Location::NotQueued.set(entry.task.header());
             } else if keep(&entry) {
                 self.entries.push_back(entry);
             } else {
-                entry.task.header().set_heap_index(NOT_QUEUED);
+                Location::NotQueued.set(entry.task.header());
                 removed.push(entry);
             }
         }
@@ -128,7 +121,7 @@ impl Lane {
     /// Discards removed entries from the front, so the front is always a
     /// live entry.
     fn discard_removed_front(&mut self) {
-        discard_marked_front(&mut self.entries, &mut self.removed, LANE_REMOVED);
+        discard_marked_front(&mut self.entries, &mut self.removed, Location::LaneRemoved);
     }
 }
 
@@ -138,17 +131,17 @@ impl Lane {
 pub(crate) fn discard_marked_front(
     entries: &mut VecDeque<Entry>,
     removed: &mut usize,
-    mark: usize,
+    mark: Location,
 ) {
     if *removed == 0 {
         return; // the common case: no header to touch
     }
     while entries
         .front()
-        .is_some_and(|e| e.task.header().heap_index() == mark)
+        .is_some_and(|e| Location::of(e.task.header()) == mark)
     {
         let entry = entries.pop_front().expect("a front");
-        entry.task.header().set_heap_index(NOT_QUEUED);
+        Location::NotQueued.set(entry.task.header());
         *removed -= 1;
         // The cancel that marked it holds another reference (a handle is
         // alive while cancelling), so this drop runs no user code.

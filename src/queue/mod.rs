@@ -47,16 +47,25 @@
 //!   the lane alone: the worker that filled the batch takes it empty before
 //!   it waits, so whoever times the head must time theirs.
 
+pub(crate) mod check;
+mod entry;
+mod lane;
+pub(crate) mod location;
+pub(crate) mod ready;
+mod wheel;
+
 use std::sync::Arc;
 
-use crate::clock::Nanos;
-use crate::entry::{is_task, Entry, InTask};
-use crate::heap::{IndexedHeap, NOT_QUEUED};
-use crate::lane::{Lane, IN_LANE, LANE_REMOVED};
-use crate::ready::{Ready, IN_READY};
-use crate::task::{Header, Kind};
-use crate::task_ptr::TaskPtr;
-use crate::wheel::{Wheel, IN_WHEEL, WHEEL_REMOVED};
+use crate::base::clock::Nanos;
+use crate::structures::heap::IndexedHeap;
+use crate::task::header::{Header, Kind};
+use crate::task::ptr::TaskPtr;
+pub(crate) use entry::Entry;
+use entry::{is_task, InTask};
+use lane::Lane;
+use location::Location;
+use ready::Ready;
+use wheel::Wheel;
 
 /// The work queue. Lives in the pool's lock-protected `State`.
 pub(crate) struct WorkQueue {
@@ -252,7 +261,7 @@ impl WorkQueue {
     pub(crate) fn pop_due(&mut self, now: Nanos) -> Option<Entry> {
         if self.ready.hint_len() > 0 {
             if let Some(entry) = self.ready.pop() {
-                entry.task.header().set_heap_index(NOT_QUEUED);
+                Location::NotQueued.set(entry.task.header());
                 return Some(entry);
             }
         }
@@ -307,7 +316,7 @@ impl WorkQueue {
                 break;
             }
             let entry = self.pop_from(source).expect("a front");
-            entry.task.header().set_heap_index(IN_READY);
+            Location::Ready.set(entry.task.header());
             self.ready_last = Some(entry.key());
             batch.push(entry);
         }
@@ -356,7 +365,7 @@ impl WorkQueue {
             Source::Heap => self.heap.pop(&mut InTask)?,
             Source::Wheel => self.wheel.pop_front()?,
         };
-        entry.task.header().set_heap_index(NOT_QUEUED);
+        Location::NotQueued.set(entry.task.header());
         self.settle();
         Some(entry)
     }
@@ -371,67 +380,62 @@ impl WorkQueue {
     }
 
     fn remove_unsettled(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
-        let index = header.heap_index();
-        if index == IN_WHEEL {
-            if let Some(entry) = self.take_unmarked_from_batch(header, task) {
-                return Some(entry);
+        match Location::of(header) {
+            Location::Wheel(_) => self
+                .take_unmarked_from_batch(header, task)
+                // (A worker may have taken it from the batch meanwhile: its
+                // location is then `NotQueued`, and this finds nothing.)
+                .or_else(|| self.wheel.cancel(header)),
+            Location::Lane => {
+                self.lane.mark_removed(header);
+                None
             }
-            // (A worker may have taken it from the batch meanwhile: its
-            // mark is then NOT_QUEUED, and this marks nothing.)
-            self.wheel.mark_removed(header);
-            return None;
+            Location::Ready => {
+                let entry = self.ready.remove(task)?;
+                Location::NotQueued.set(header);
+                Some(entry)
+            }
+            Location::Heap(index) => {
+                if !self.heap.get(index).is_some_and(|e| is_task(e, task)) {
+                    return None;
+                }
+                let entry = self.heap.remove_at(index, &mut InTask);
+                self.heap.shrink_if_sparse();
+                Location::NotQueued.set(header);
+                Some(entry)
+            }
+            Location::NotQueued | Location::LaneRemoved | Location::RunRemoved => None,
         }
-        if index == IN_LANE {
-            self.lane.mark_removed(header);
-            return None;
-        }
-        if index == IN_READY {
-            let entry = self.ready.remove(task)?;
-            header.set_heap_index(NOT_QUEUED);
-            return Some(entry);
-        }
-        if index == NOT_QUEUED || index == LANE_REMOVED || index == WHEEL_REMOVED {
-            return None;
-        }
-        if !self.heap.get(index).is_some_and(|e| is_task(e, task)) {
-            return None;
-        }
-        let entry = self.heap.remove_at(index, &mut InTask);
-        self.heap.shrink_if_sparse();
-        Some(entry)
     }
 
-    /// Removes the task wherever it is queued: the heap in O(log n), the
-    /// lane by a linear search. For the rare paths that must not leave a
-    /// stale entry behind (pause, trigger, reschedule, taking back a task
-    /// no worker will run); cancel uses [`remove`](Self::remove).
+    /// Removes the task wherever it is queued: the heap in O(log n), a
+    /// wheel slot in O(1), the lane and the wheel's run (tasks already due)
+    /// by a linear search. For the paths that must not leave a stale entry
+    /// behind because they requeue the task later (pause, trigger,
+    /// reschedule, taking back a task no worker will run); cancel uses
+    /// [`remove`](Self::remove).
     pub(crate) fn remove_anywhere(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
-        if header.heap_index() == IN_WHEEL {
-            let entry = match self.take_unmarked_from_batch(header, task) {
-                Some(entry) => Some(entry),
-                None => self.wheel.remove(header.deadline(), task),
-            };
-            self.settle();
-            return entry;
-        }
-        if header.heap_index() != IN_LANE {
-            return self.remove(header, task);
-        }
-        let entry = self.lane.remove(header, task)?;
+        let entry = match Location::of(header) {
+            Location::Wheel(_) => self
+                .take_unmarked_from_batch(header, task)
+                .or_else(|| self.wheel.remove(header, task)),
+            Location::Lane => self.lane.remove(header, task),
+            _ => return self.remove(header, task),
+        };
         self.settle();
-        Some(entry)
+        entry
     }
 
-    /// Takes out of the ready batch a task marked [`IN_WHEEL`] that a fill
-    /// moved there unmarked (see [`fill_ready`](Self::fill_ready)), if it
-    /// is there: only a task not in a slot can be, and only while the
+    /// Takes out of the ready batch a task marked `Location::Wheel` that a
+    /// fill moved there unmarked (see [`fill_ready`](Self::fill_ready)), if
+    /// it is there: only a task not in a slot can be, and only while the
     /// batch's length (never low under this lock) is not 0.
     fn take_unmarked_from_batch(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
         if self.wheel.holds_in_slot(header.deadline()) || self.ready.hint_len() == 0 {
             return None;
         }
         let entry = self.ready.remove(task)?;
-        header.set_heap_index(NOT_QUEUED);
+        Location::NotQueued.set(header);
         Some(entry)
     }
 
@@ -440,7 +444,7 @@ impl WorkQueue {
         let mut removed = Vec::new();
         self.ready.retain(&mut keep, &mut removed);
         for entry in &removed {
-            entry.task.header().set_heap_index(NOT_QUEUED);
+            Location::NotQueued.set(entry.task.header());
         }
         removed.extend(self.heap.retain(&mut keep, &mut InTask));
         self.wheel.retain(&mut keep, &mut removed);
@@ -457,37 +461,16 @@ impl WorkQueue {
             out.push(entry);
         }
         for entry in &out {
-            entry.task.header().set_heap_index(NOT_QUEUED);
+            Location::NotQueued.set(entry.task.header());
         }
         self.ready_last = None;
         *self = WorkQueue::with_ready(Arc::clone(&self.ready));
         out
     }
-
-    /// For `crate::internals`: the ready batch's keys and marks.
-    pub(crate) fn ready_snapshot(&self) -> Vec<((Nanos, u64), usize)> {
-        self.ready.snapshot()
-    }
-
-    /// For `crate::internals`: the wheel's run, its slots' entries with
-    /// their absolute slot numbers, and its cursor.
-    pub(crate) fn wheel_parts(&self) -> (Vec<&Entry>, Vec<(u64, &Entry)>, u64) {
-        self.wheel.parts()
-    }
-
-    /// For `crate::internals`: the heap entries in array order, and the lane.
-    pub(crate) fn parts(&self) -> (Vec<&Entry>, Vec<&Entry>) {
-        let heap = (0..self.heap.len())
-            .filter_map(|i| self.heap.get(i))
-            .collect();
-        (heap, self.lane.iter().collect())
-    }
 }
 
 #[cfg(all(test, not(loom)))]
-#[path = "work_queue_tests.rs"]
 mod tests;
 
 #[cfg(all(test, not(loom)))]
-#[path = "work_queue_model_tests.rs"]
 mod model_tests;

@@ -2,9 +2,10 @@
 //! cancels whose removal comes later (a review's test of the batch filled
 //! from the wheel without reading headers).
 
+use super::check::marks::*;
 use super::*;
-use crate::once::OnceTask;
-use crate::task::{Header, Kind};
+use crate::task::header::{Header, Kind};
+use crate::task::once::OnceTask;
 
 fn task(seq: u64, deadline: Nanos) -> TaskPtr {
     TaskPtr::new(OnceTask::new(Header::new(seq, deadline, Kind::Once), || ()))
@@ -20,7 +21,7 @@ fn task(seq: u64, deadline: Nanos) -> TaskPtr {
 /// prefix; takes and pops come in the model's order and never early.
 #[test]
 fn pending_cancels_takes_and_requeues_keep_marks_and_counts() {
-    use crate::ready::Previous;
+    use crate::queue::ready::Previous;
     use std::collections::BTreeMap;
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     let mut rnd = move |n: u64| {
@@ -61,7 +62,7 @@ fn pending_cancels_takes_and_requeues_keep_marks_and_counts() {
                         let first = *model.keys().next().unwrap();
                         assert_eq!(key, first, "{ctx}: pop order");
                         model.remove(&key);
-                        assert_eq!(e.task.header().heap_index(), NOT_QUEUED, "{ctx}");
+                        assert_eq!(mark(e.task.header()), NOT_QUEUED, "{ctx}");
                     }
                 }
                 6 | 7 => q.fill_ready(now, 1 + rnd(31) as usize),
@@ -72,7 +73,7 @@ fn pending_cancels_takes_and_requeues_keep_marks_and_counts() {
                         assert_eq!(key, first, "{ctx}: take order");
                         assert!(key.0 <= now, "{ctx}: early take");
                         model.remove(&key);
-                        assert_eq!(t.header().heap_index(), NOT_QUEUED, "{ctx}");
+                        assert_eq!(mark(t.header()), NOT_QUEUED, "{ctx}");
                         if t.header().try_start() {
                             assert!(t.header().finish());
                         }
@@ -101,7 +102,7 @@ fn pending_cancels_takes_and_requeues_keep_marks_and_counts() {
                         assert!(r.is_none(), "{ctx}: removed a taken task");
                     }
                     model.remove(&key);
-                    let m = t.header().heap_index();
+                    let m = mark(t.header());
                     assert!(
                         [NOT_QUEUED, LANE_REMOVED, WHEEL_REMOVED].contains(&m),
                         "{ctx}: mark {m} after cancel"
@@ -115,7 +116,7 @@ fn pending_cancels_takes_and_requeues_keep_marks_and_counts() {
                     if t.header().pause_scheduled() {
                         let e = q.remove_anywhere(t.header(), t.as_ptr());
                         assert!(e.is_some_and(|e| e.key() == key), "{ctx}: not found");
-                        assert_eq!(t.header().heap_index(), NOT_QUEUED, "{ctx}");
+                        assert_eq!(mark(t.header()), NOT_QUEUED, "{ctx}");
                         model.remove(&key);
                         assert!(t.header().resume_paused());
                         if rnd(2) == 0 {
@@ -129,7 +130,7 @@ fn pending_cancels_takes_and_requeues_keep_marks_and_counts() {
                     let removed = q.retain(|e| e.task.header().seq() % 5 != 0);
                     for e in &removed {
                         assert!(model.remove(&e.key()).is_some(), "{ctx}: retain");
-                        assert_eq!(e.task.header().heap_index(), NOT_QUEUED);
+                        assert_eq!(mark(e.task.header()), NOT_QUEUED);
                     }
                     model.retain(|k, _| k.1 % 5 != 0);
                 }
@@ -144,7 +145,7 @@ fn pending_cancels_takes_and_requeues_keep_marks_and_counts() {
             let mut live_wheel = 0;
             let mut removed_wheel = 0;
             for e in run.iter().copied().chain(slots.iter().map(|s| s.1)) {
-                match e.task.header().heap_index() {
+                match mark(e.task.header()) {
                     IN_WHEEL => live_wheel += 1,
                     WHEEL_REMOVED => removed_wheel += 1,
                     m => panic!("{ctx}: wheel entry with mark {m}"),
@@ -158,7 +159,7 @@ fn pending_cancels_takes_and_requeues_keep_marks_and_counts() {
             );
             for (key, t) in &model {
                 let p = t.as_ptr();
-                let m = t.header().heap_index();
+                let m = mark(t.header());
                 let where_ = if ready.contains(key) {
                     "ready"
                 } else if run

@@ -11,7 +11,7 @@
 //!
 //! # Invariants
 //!
-//! - Only plain one-shot tasks ([`Kind::Once`](crate::task::Kind)) that are
+//! - Only plain one-shot tasks ([`Kind::Once`](crate::task::header::Kind)) that are
 //!   `SCHEDULED` enter, only while the pool is `RUNNING`, and only when due:
 //!   everything here comes before everything still in the heap and the lane
 //!   (it was their front when moved), and in `(deadline, seq)` order. (One
@@ -19,10 +19,10 @@
 //!   state and waits for the pool lock, or, with `remove_on_cancel(false)`,
 //!   one that never removes it; see `WorkQueue::fill_ready`.)
 //! - A task here is still queued: it counts in the queue's length, keeps
-//!   `SCHEDULED` (but see above), records [`IN_READY`] as its heap index (set under the pool
+//!   `SCHEDULED` (but see above), records `Location::Ready` as its heap index (set under the pool
 //!   lock when it enters, reset under this lock when it leaves), or, moved
 //!   from the wheel's run without a look at its header, keeps
-//!   [`IN_WHEEL`](crate::wheel::IN_WHEEL) (removals look here for such a
+//!   `Location::Wheel` (removals look here for such a
 //!   task not in a slot), and cancel, pause,
 //!   trigger, shutdown and `shutdown_now` find it here (under the pool lock,
 //!   then this lock: the only lock order). It leaves by [`Ready::take`]
@@ -56,13 +56,10 @@ use std::collections::VecDeque;
 
 use crossbeam_utils::CachePadded;
 
-use crate::entry::{is_task, Entry};
-use crate::heap::NOT_QUEUED;
-use crate::sync::{AtomicUsize, Mutex, MutexGuard, Ordering};
-use crate::task_ptr::TaskPtr;
-
-/// The heap index recorded for a task in the ready batch.
-pub(crate) const IN_READY: usize = usize::MAX - 3;
+use super::entry::{is_task, Entry};
+use super::location::Location;
+use crate::base::sync::{AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::task::ptr::TaskPtr;
 
 /// How many due tasks one take may move out of the queue, the one it runs
 /// included (so the batch holds at most `BATCH - 1`). With 32, W7 ran
@@ -175,7 +172,7 @@ impl Ready {
         // Under this lock, as every move out of the batch: a removal under
         // the pool lock that read `IN_READY` (or `IN_WHEEL`) searches here
         // and misses it.
-        entry.task.header().set_heap_index(NOT_QUEUED);
+        Location::NotQueued.set(entry.task.header());
         Some(entry.task)
     }
 
@@ -209,8 +206,8 @@ impl Ready {
 
     // ----- under the pool lock (through the work queue) -----
 
-    /// Appends `entries` (due, in queue order, marked [`IN_READY`] or,
-    /// from the wheel's run, still [`IN_WHEEL`](crate::wheel::IN_WHEEL)).
+    /// Appends `entries` (due, in queue order, marked `Location::Ready` or,
+    /// from the wheel's run, still `Location::Wheel`).
     pub(crate) fn extend(&self, entries: impl Iterator<Item = Entry>) {
         self.edit().items.extend(entries);
     }
@@ -248,12 +245,12 @@ impl Ready {
 
     /// For `crate::internals`: each task's key and recorded heap index,
     /// in order.
-    pub(crate) fn snapshot(&self) -> Vec<((u64, u64), usize)> {
+    pub(crate) fn snapshot(&self) -> Vec<((u64, u64), Location)> {
         let inner = self.inner.lock();
         inner
             .items
             .iter()
-            .map(|e| (e.key(), e.task.header().heap_index()))
+            .map(|e| (e.key(), Location::of(e.task.header())))
             .collect()
     }
 }

@@ -18,38 +18,37 @@
 //!   absolute slots share a place. Every entry in a slot is due at or after
 //!   [`Wheel::boundary`], `(cursor + 1) << SHIFT`.
 //! - `occupied` has bit `i` set exactly when `slots[i]` is non-empty;
-//!   `in_slots` counts their entries, cancelled ones included.
+//!   `in_slots` counts their entries. A slot holds no cancelled entry.
+//! - A task in a slot carries `Location::Wheel(p)`, `p` its position in
+//!   the slot, so a cancel or a pause takes it out in O(1) (a swap with the
+//!   slot's last entry, whose position is rewritten).
 //! - The run holds the tasks of slots up to `cursor`, strictly increasing
-//!   in `(deadline, seq)`; its front is never a cancelled entry.
-//! - A task here carries [`IN_WHEEL`] as its heap index; a cancelled one,
-//!   [`WHEEL_REMOVED`]: it no longer counts in `live`, its closure was
-//!   dropped by the cancel, and its entry (one reference) is discarded when
-//!   its slot is sorted or when it reaches the run's front (on the real
-//!   clock, within one horizon of [`SLOTS`] slots), as the lane does for
-//!   its own (`crate::work_queue`), or by a sweep once more than 1,024 of
-//!   them outnumber the live tasks: they never exceed `max(1024, live)`.
+//!   in `(deadline, seq)`; its front is never a cancelled entry. A task in
+//!   the run keeps the `Location::Wheel(p)` it had in its slot (stale: its
+//!   slot is at or before the cursor, which tells the two apart); a
+//!   cancelled one there carries `Location::RunRemoved`: it no longer counts
+//!   in `live`, its closure was dropped by the cancel, and its entry (one
+//!   reference) is discarded when it reaches the run's front, as the lane
+//!   does for its own, or by a sweep once more than 1,024 of them outnumber
+//!   the live tasks: they never exceed `max(1024, live)`. The run holds
+//!   tasks that are due or within one slot of due, so on the real clock
+//!   the workers reach them at once unless the pool is saturated.
 //! - The work queue keeps its front exact: whenever its first task (of the
 //!   heap, the lane and the run) is missing or not before `boundary`, it
 //!   calls [`Wheel::advance`] until one is (`WorkQueue::settle`).
 //! - A task taken from the run by [`Wheel::pop_front_unmarked`] (the ready
-//!   batch's fill) keeps [`IN_WHEEL`] after it left: its slot is at or
+//!   batch's fill) keeps its `Location::Wheel` after it left: its slot is at or
 //!   before the cursor, so [`Wheel::holds_in_slot`] is false for it, and
 //!   the work queue's removals look for such a task in the ready batch
 //!   before the wheel (`crate::ready`).
 
 use std::collections::VecDeque;
 
-use crate::clock::Nanos;
-use crate::entry::{is_task, Entry};
-use crate::heap::NOT_QUEUED;
-use crate::lane::discard_marked_front;
-use crate::task::Kind;
-
-/// The heap index recorded for a task in the wheel (a slot or the run).
-pub(crate) const IN_WHEEL: usize = usize::MAX - 4;
-
-/// The heap index recorded for a cancelled task left in the wheel.
-pub(crate) const WHEEL_REMOVED: usize = usize::MAX - 5;
+use super::entry::{is_task, Entry};
+use super::lane::discard_marked_front;
+use super::location::{Location, SLOT_MAX};
+use crate::base::clock::Nanos;
+use crate::task::header::{Header, Kind};
 
 /// A slot spans `2^SHIFT` ns (16.4 µs): W7's stream puts a few dozen tasks
 /// in each, a cheap sort.
@@ -57,6 +56,10 @@ pub(crate) const SHIFT: u32 = 14;
 
 /// Slots in the wheel: a horizon of 1024 × 16.4 µs ≈ 16.8 ms.
 const SLOTS: usize = 1024;
+
+/// The run, each slot's entries with its absolute slot number and
+/// position, and the cursor (for `super::check`).
+pub(super) type Parts<'a> = (Vec<&'a Entry>, Vec<(u64, usize, &'a Entry)>, u64);
 
 /// See the module documentation.
 pub(crate) struct Wheel {
@@ -68,8 +71,8 @@ pub(crate) struct Wheel {
     run: VecDeque<Entry>,
     /// Live (not cancelled) tasks in the slots and the run.
     live: usize,
-    /// Cancelled entries in the slots and the run, not yet discarded: while
-    /// there are none, moving a slot and popping read no task's header.
+    /// Cancelled entries in the run, not yet discarded: while there are
+    /// none, popping reads no task's header.
     removed: usize,
     /// Emptied slot vectors, kept for the next slot that fills: a few
     /// circulate (as many as slots are occupied at once), not one per slot.
@@ -111,8 +114,11 @@ impl Wheel {
         {
             return Err(entry);
         }
-        header.set_heap_index(IN_WHEEL);
         let at = (slot % SLOTS as u64) as usize;
+        if self.slots[at].len() >= SLOT_MAX {
+            return Err(entry);
+        }
+        Location::Wheel(self.slots[at].len()).set(header);
         if self.slots[at].capacity() == 0 {
             if let Some(spare) = self.spare.pop() {
                 self.slots[at] = spare;
@@ -153,8 +159,8 @@ impl Wheel {
         self.removed > 0
     }
 
-    /// Whether a task of this deadline that carries [`IN_WHEEL`] is in a
-    /// slot; if not, it is in the run or was moved to the ready batch
+    /// Whether a task of this deadline that carries `Location::Wheel` is in
+    /// a slot; if not, it is in the run or was moved to the ready batch
     /// unmarked (see the invariants).
     #[inline]
     pub(crate) fn holds_in_slot(&self, deadline: Nanos) -> bool {
@@ -162,7 +168,7 @@ impl Wheel {
     }
 
     /// Removes the run's first task without touching its header (it keeps
-    /// [`IN_WHEEL`]; see the invariants). Only while no cancelled entry
+    /// its `Location::Wheel`; see the invariants). Only while no cancelled entry
     /// waits here ([`has_removed`](Self::has_removed) is false), so the
     /// new front needs no discard either.
     #[inline]
@@ -192,8 +198,8 @@ impl Wheel {
         }
     }
 
-    /// Moves the next occupied slot, sorted and without its cancelled
-    /// entries, to the run's back. Call only while [`boundary`] is `Some`.
+    /// Moves the next occupied slot, sorted, to the run's back. Call only
+    /// while [`boundary`] is `Some`.
     ///
     /// [`boundary`]: Self::boundary
     pub(crate) fn advance(&mut self) {
@@ -206,19 +212,6 @@ impl Wheel {
         self.occupied[at / 64] &= !(1 << (at % 64));
         let mut slot = std::mem::take(&mut self.slots[at]);
         self.in_slots -= slot.len();
-        if self.removed > 0 {
-            let mut discarded = 0;
-            slot.retain(|e| {
-                let header = e.task.header();
-                let removed = header.heap_index() == WHEEL_REMOVED;
-                if removed {
-                    header.set_heap_index(NOT_QUEUED);
-                    discarded += 1;
-                }
-                !removed
-            });
-            self.removed -= discarded;
-        }
         slot.sort_unstable_by(|a, b| {
             a.deadline
                 .cmp(&b.deadline)
@@ -256,12 +249,17 @@ impl Wheel {
         None
     }
 
-    /// A cancelled task: marks it (see the invariants). True if it was here.
-    pub(crate) fn mark_removed(&mut self, header: &crate::task::Header) -> bool {
-        if header.heap_index() != IN_WHEEL {
-            return false;
+    /// A cancelled task, which carries `Location::Wheel`: out of its slot
+    /// at once, returning its entry; in the run, marked (see the
+    /// invariants), returning `None`.
+    pub(crate) fn cancel(&mut self, header: &Header) -> Option<Entry> {
+        let Location::Wheel(at) = Location::of(header) else {
+            return None;
+        };
+        if self.holds_in_slot(header.deadline()) {
+            return Some(self.take_from_slot(header.deadline(), at));
         }
-        header.set_heap_index(WHEEL_REMOVED);
+        Location::RunRemoved.set(header);
         self.live -= 1;
         self.removed += 1;
         self.discard_removed_front();
@@ -272,28 +270,40 @@ impl Wheel {
             // each sweep at least halves what is here).
             self.retain(&mut |_| true, &mut Vec::new());
         }
-        true
+        None
     }
 
-    /// Takes the task out wherever it is here (a linear search of its slot
-    /// or of the run), for pause, trigger and reschedule.
-    pub(crate) fn remove(&mut self, deadline: Nanos, task: *const u8) -> Option<Entry> {
-        let slot = deadline >> SHIFT;
-        let entry = if slot > self.cursor {
-            let at = (slot % SLOTS as u64) as usize;
-            let i = self.slots[at].iter().position(|e| is_task(e, task))?;
-            let entry = self.slots[at].swap_remove(i);
-            self.in_slots -= 1;
-            if self.slots[at].is_empty() {
-                self.occupied[at / 64] &= !(1 << (at % 64));
-            }
-            entry
-        } else {
-            let i = self.run.iter().position(|e| is_task(e, task))?;
-            self.run.remove(i)?
-        };
+    /// Takes the entry at position `at` of the slot of `deadline` out, in
+    /// O(1): the slot's last entry takes its place and is told so.
+    fn take_from_slot(&mut self, deadline: Nanos, at: usize) -> Entry {
+        let slot = ((deadline >> SHIFT) % SLOTS as u64) as usize;
+        let entry = self.slots[slot].swap_remove(at);
+        if let Some(moved) = self.slots[slot].get(at) {
+            Location::Wheel(at).set(moved.task.header());
+        }
+        self.in_slots -= 1;
+        if self.slots[slot].is_empty() {
+            self.occupied[slot / 64] &= !(1 << (slot % 64));
+        }
         self.live -= 1;
-        entry.task.header().set_heap_index(NOT_QUEUED);
+        Location::NotQueued.set(entry.task.header());
+        entry
+    }
+
+    /// Takes the live task out wherever it is here: from its slot in O(1),
+    /// from the run by a linear search (the run holds tasks due now or
+    /// within one slot). For pause, trigger and reschedule.
+    pub(crate) fn remove(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
+        let Location::Wheel(at) = Location::of(header) else {
+            return None;
+        };
+        if self.holds_in_slot(header.deadline()) {
+            return Some(self.take_from_slot(header.deadline(), at));
+        }
+        let i = self.run.iter().position(|e| is_task(e, task))?;
+        let entry = self.run.remove(i)?;
+        self.live -= 1;
+        Location::NotQueued.set(entry.task.header());
         self.discard_removed_front();
         Some(entry)
     }
@@ -308,12 +318,12 @@ impl Wheel {
         let mut split = |entries: &mut dyn Iterator<Item = Entry>, kept: &mut Vec<Entry>| {
             for entry in entries {
                 let header = entry.task.header();
-                if header.heap_index() == WHEEL_REMOVED {
-                    header.set_heap_index(NOT_QUEUED);
+                if Location::of(header) == Location::RunRemoved {
+                    Location::NotQueued.set(header);
                 } else if keep(&entry) {
                     kept.push(entry);
                 } else {
-                    header.set_heap_index(NOT_QUEUED);
+                    Location::NotQueued.set(header);
                     removed.push(entry);
                 }
             }
@@ -327,6 +337,9 @@ impl Wheel {
                     &mut std::mem::take(&mut self.slots[at]).into_iter(),
                     &mut kept,
                 );
+                for (p, e) in kept.iter().enumerate() {
+                    Location::Wheel(p).set(e.task.header());
+                }
                 self.slots[at] = std::mem::take(&mut kept);
             }
         }
@@ -343,9 +356,7 @@ impl Wheel {
                 self.occupied[at / 64] |= 1 << (at % 64);
             }
         }
-        let live_in = |e: &Entry| e.task.header().heap_index() == IN_WHEEL;
-        self.live = self.run.iter().filter(|e| live_in(e)).count()
-            + self.slots.iter().flatten().filter(|e| live_in(e)).count();
+        self.live = self.run.len() + self.in_slots;
         // `retain` discarded every cancelled entry.
         self.removed = 0;
         self.discard_removed_front();
@@ -353,7 +364,7 @@ impl Wheel {
 
     /// Discards cancelled entries from the run's front.
     fn discard_removed_front(&mut self) {
-        discard_marked_front(&mut self.run, &mut self.removed, WHEEL_REMOVED);
+        discard_marked_front(&mut self.run, &mut self.removed, Location::RunRemoved);
     }
 
     /// The run's room, for a test.
@@ -362,14 +373,17 @@ impl Wheel {
         self.run.capacity()
     }
 
-    /// For `crate::internals`: the run, then each slot's entries with its
-    /// absolute slot number, and the cursor.
-    pub(crate) fn parts(&self) -> (Vec<&Entry>, Vec<(u64, &Entry)>, u64) {
+    /// For `super::check`: the run, then each slot's entries with its
+    /// absolute slot number and position, and the cursor.
+    pub(super) fn parts(&self) -> Parts<'_> {
         let mut slots = Vec::new();
         for step in 1..SLOTS as u64 {
             let slot = self.cursor + step;
-            for e in &self.slots[(slot % SLOTS as u64) as usize] {
-                slots.push((slot, e));
+            for (p, e) in self.slots[(slot % SLOTS as u64) as usize]
+                .iter()
+                .enumerate()
+            {
+                slots.push((slot, p, e));
             }
         }
         (self.run.iter().collect(), slots, self.cursor)

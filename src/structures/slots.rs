@@ -14,7 +14,7 @@
 //!   dropped whole once it is empty ([`Slab::release_if_empty`]): a queue
 //!   that drained gives its memory back.
 
-use crate::heap::NOT_QUEUED;
+use crate::structures::heap::NOT_QUEUED;
 
 #[derive(Debug)]
 struct Slot<T> {

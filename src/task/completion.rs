@@ -20,9 +20,12 @@
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use crate::error::TaskError;
-use crate::sync::{wait_for, Condvar, Mutex};
-use crate::task::Header;
+use std::any::Any;
+use std::sync::Arc;
+
+use crate::base::error::TaskError;
+use crate::base::sync::{wait_for, Condvar, Mutex};
+use crate::task::header::Header;
 
 enum Outcome<T> {
     Pending(Option<Waker>),
@@ -136,5 +139,14 @@ impl<T> Completion<T> {
             },
             Outcome::Taken => panic!("a ScheduledHandle was polled after it completed"),
         }
+    }
+}
+
+/// Gives `out`, an `Option<Arc<Completion<T>>>` of the task's own `T`, the
+/// task's result cell (see [`Job::result_cell`]); leaves any other type
+/// alone.
+pub(crate) fn give_cell<T: 'static>(out: &mut dyn Any, cell: impl FnOnce() -> Arc<Completion<T>>) {
+    if let Some(out) = out.downcast_mut::<Option<Arc<Completion<T>>>>() {
+        *out = Some(cell());
     }
 }

@@ -1,13 +1,13 @@
-//! A scheduled task: its header (the part the queue and the handle share),
-//! its state machine, and the [`Job`] trait every task type implements.
-//! One-shot bodies are in [`crate::once`], periodic ones in
-//! [`crate::periodic_task`], idle timers in [`crate::idle`]; the thin
-//! pointer that holds them all is [`crate::task_ptr`].
+//! A scheduled task's header (the part the queue and the handle share), its
+//! state machine, and the [`Job`] trait every task type implements.
+//! One-shot bodies are in [`super::once`], periodic ones in
+//! [`super::periodic`], idle timers in [`super::idle`]; the thin pointer
+//! that holds them all is [`super::ptr`].
 //!
 //! # Invariants
 //!
 //! - The header is the first field of every task (`repr(C)`), 32 bytes:
-//!   the reference count, the heap index, the type-erasure cast, one word
+//!   the reference count, the queue location, the type-erasure cast, one word
 //!   for `seq << 10 | kind << 8 | state`, and the deadline. `seq` and `kind`
 //!   never change; every state transition is a compare-and-swap of the
 //!   whole word that keeps them.
@@ -26,26 +26,25 @@
 //!   [`TaskError::Cancelled`] at once (Java: `isDone` is true immediately,
 //!   even while the body still runs) and drops the body unless it is out
 //!   running.
-//! - `heap_index` is written under the owning pool's lock (and, to reset
-//!   the ready batch's mark when a worker takes the task from it, under the
-//!   batch's lock); while the task is in the heap it equals its position
-//!   there, in the lane, the wheel or the batch it is their mark (a task
-//!   the batch took from the wheel keeps the wheel's), otherwise
-//!   [`NOT_QUEUED`].
+//! - The reference count and the cast (`refs`, `job`) are private to this
+//!   module: only [`super::ptr::TaskPtr`] moves them, through
+//!   `count_ref`, `release_ref` and `set_job_of`.
+//! - `location` is the pool queue's, encoded and decoded only by
+//!   `crate::queue::location` (this module does not know what the bits
+//!   mean); it is written under the owning pool's lock, or, for a task
+//!   leaving the ready batch, under that batch's lock.
 //! - `deadline` changes only while the task is not in the heap, or under the
 //!   pool lock together with a remove and re-push.
 //! - The body is never dropped under a pool lock, and panics from its `Drop`
-//!   are swallowed ([`drop_quietly`](crate::error::drop_quietly)).
+//!   are swallowed ([`drop_quietly`](crate::base::error::drop_quietly)).
 
 use std::any::Any;
-use std::sync::Arc;
 
-use crate::clock::{Clock, Nanos};
-use crate::completion::Completion;
-use crate::error::panic_message;
-use crate::heap::NOT_QUEUED;
-use crate::periodic_task::Control;
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::base::clock::{Clock, Nanos};
+use crate::base::error::panic_message;
+use crate::base::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::task::control::Control;
+pub(crate) use crate::task::kind::Kind;
 
 pub(crate) const SCHEDULED: u8 = 0;
 pub(crate) const RUNNING: u8 = 1;
@@ -64,56 +63,22 @@ const WAITED: u8 = 0b10_0000;
 /// by a cancel); see [`Header::claim_body`].
 const BODY_TAKEN: u8 = 0b100_0000;
 
-/// How [`crate::lane::IN_LANE`] is stored in a header's 32-bit index.
-const LANE_MARK: u32 = u32::MAX - 1;
-/// How [`crate::lane::LANE_REMOVED`] is stored.
-const LANE_REMOVED_MARK: u32 = u32::MAX - 2;
-/// [`crate::ready::IN_READY`] as stored.
-const READY_MARK: u32 = u32::MAX - 3;
-/// [`crate::wheel::IN_WHEEL`] as stored.
-const WHEEL_MARK: u32 = u32::MAX - 4;
-/// [`crate::wheel::WHEEL_REMOVED`] as stored.
-const WHEEL_REMOVED_MARK: u32 = u32::MAX - 5;
-
-/// What kind of task this is (the `kind` field of the `task` span).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Once,
-    FixedRate,
-    FixedDelay,
-    Idle,
-}
-
-impl Kind {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::Once => "once",
-            Kind::FixedRate => "fixed_rate",
-            Kind::FixedDelay => "fixed_delay",
-            Kind::Idle => "idle",
-        }
-    }
-
-    pub(crate) fn is_periodic(self) -> bool {
-        matches!(self, Kind::FixedRate | Kind::FixedDelay)
-    }
-}
-
 /// What every task carries, whatever its body and result type. 32 bytes,
 /// the first field of every task type (`repr(C)`), so a thin
-/// [`TaskPtr`](crate::task_ptr::TaskPtr) to the task is a pointer to this.
+/// [`TaskPtr`](crate::task::ptr::TaskPtr) to the task is a pointer to this.
 #[repr(C)]
 pub(crate) struct Header {
-    /// References held by [`TaskPtr`](crate::task_ptr::TaskPtr)s: the
-    /// queue, handles, a running worker. Owned by `task_ptr.rs`.
-    pub(crate) refs: AtomicU32,
-    /// Position in the pool's heap, or `u32::MAX` for [`NOT_QUEUED`]. Four
-    /// bytes, not eight: a pool cannot hold 2^32 tasks (that is hundreds of
-    /// GiB of tasks) and every byte here is paid per pending task.
-    heap_index: AtomicU32,
+    /// References held by [`TaskPtr`](super::ptr::TaskPtr)s: the queue,
+    /// handles, a running worker. Private: see the invariants.
+    refs: AtomicU32,
+    /// Where the pool's queue keeps the task (`crate::queue::location`).
+    /// Four bytes, not eight: a pool cannot hold 2^31 tasks (that is
+    /// hundreds of GiB of tasks) and every byte here is paid per pending
+    /// task.
+    location: AtomicU32,
     /// The task's type, erased: turns a pointer to this header into one to
     /// the whole task (the thin pointer's vtable). Set by `TaskPtr::new`.
-    pub(crate) job: JobOf,
+    job: JobOf,
     /// `seq << 10 | kind << 8 | state`: submission order (the FIFO
     /// tie-break, and the task's id), what kind of task it is, and the
     /// state byte. One word, because every byte here is paid per pending
@@ -126,7 +91,7 @@ pub(crate) struct Header {
 /// Turns a pointer to a task's header into a pointer to the task (as
 /// `dyn Job`). Safe to call (it only casts), unsafe to dereference unless
 /// the header is the first field of a live task of the type it was made
-/// for; see `crate::task_ptr`.
+/// for; see [`super::ptr`].
 pub(crate) type JobOf = fn(std::ptr::NonNull<Header>) -> std::ptr::NonNull<dyn Job>;
 
 /// A header's `job` before `TaskPtr::new` sets it: a header not (yet) inside
@@ -141,25 +106,6 @@ const SEQ_SHIFT: u32 = 10;
 /// years.
 const SEQ_MASK: u64 = (1 << (64 - SEQ_SHIFT)) - 1;
 const STATE_MASK: u64 = 0xFF;
-
-impl Kind {
-    fn bits(self) -> u64 {
-        match self {
-            Kind::Once => 0,
-            Kind::FixedRate => 1,
-            Kind::FixedDelay => 2,
-            Kind::Idle => 3,
-        }
-    }
-    fn from_bits(bits: u64) -> Kind {
-        match bits & 3 {
-            0 => Kind::Once,
-            1 => Kind::FixedRate,
-            2 => Kind::FixedDelay,
-            _ => Kind::Idle,
-        }
-    }
-}
 
 /// How the end of a periodic run resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +122,7 @@ impl Header {
     pub(crate) fn new(seq: u64, deadline: Nanos, kind: Kind) -> Self {
         Header {
             refs: AtomicU32::new(1),
-            heap_index: AtomicU32::new(u32::MAX),
+            location: AtomicU32::new(u32::MAX),
             job: unset_job,
             word: AtomicU64::new(
                 (seq & SEQ_MASK) << SEQ_SHIFT | kind.bits() << 8 | u64::from(SCHEDULED),
@@ -196,34 +142,52 @@ impl Header {
         Kind::from_bits(self.word.load(Ordering::Relaxed) >> 8)
     }
 
-    /// Position in the pool's heap, or [`NOT_QUEUED`]. Meaningful only
-    /// under the pool lock (where it is written; a worker's take from the
-    /// ready batch resets its mark, [`crate::ready::IN_READY`] or the
-    /// wheel's, under that batch's lock, which a reader that sees the mark
-    /// then takes).
-    pub(crate) fn heap_index(&self) -> usize {
-        match self.heap_index.load(Ordering::Relaxed) {
-            u32::MAX => NOT_QUEUED,
-            LANE_MARK => crate::lane::IN_LANE,
-            LANE_REMOVED_MARK => crate::lane::LANE_REMOVED,
-            READY_MARK => crate::ready::IN_READY,
-            WHEEL_MARK => crate::wheel::IN_WHEEL,
-            WHEEL_REMOVED_MARK => crate::wheel::WHEEL_REMOVED,
-            index => index as usize,
-        }
+    /// Where the pool's queue keeps the task, as the queue encodes it
+    /// (`crate::queue::location`, the only reader and writer). Written
+    /// under the pool lock (and, for a task leaving the ready batch, under
+    /// the batch's lock).
+    #[inline]
+    pub(crate) fn location_bits(&self) -> u32 {
+        self.location.load(Ordering::Relaxed)
     }
 
-    /// Records the task's heap position (under the pool lock).
-    pub(crate) fn set_heap_index(&self, index: usize) {
-        let index = match index {
-            crate::lane::IN_LANE => LANE_MARK,
-            crate::lane::LANE_REMOVED => LANE_REMOVED_MARK,
-            crate::ready::IN_READY => READY_MARK,
-            crate::wheel::IN_WHEEL => WHEEL_MARK,
-            crate::wheel::WHEEL_REMOVED => WHEEL_REMOVED_MARK,
-            index => u32::try_from(index).unwrap_or(u32::MAX),
-        };
-        self.heap_index.store(index, Ordering::Relaxed);
+    /// See [`location_bits`](Self::location_bits).
+    #[inline]
+    pub(crate) fn set_location_bits(&self, bits: u32) {
+        self.location.store(bits, Ordering::Relaxed);
+    }
+
+    /// Counts one more [`TaskPtr`](super::ptr::TaskPtr) to this task;
+    /// returns the count before. Relaxed, as `Arc`: a new reference is made
+    /// from an existing one, which already keeps the task alive.
+    #[inline]
+    pub(super) fn count_ref(&self) -> u32 {
+        self.refs.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Counts one reference fewer; true if it was the last. AcqRel, not
+    /// `Arc`'s Release plus an Acquire fence: the same instruction on x86,
+    /// and visible to ThreadSanitizer. The last reference then sees every
+    /// other holder's writes before freeing.
+    #[inline]
+    pub(super) fn release_ref(&self) -> bool {
+        self.refs.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// How many references there are.
+    pub(super) fn ref_count(&self) -> u32 {
+        self.refs.load(Ordering::Acquire)
+    }
+
+    /// The cast to the whole task (see [`JobOf`]).
+    #[inline]
+    pub(super) fn job_of(&self) -> JobOf {
+        self.job
+    }
+
+    /// Sets the cast, once, before the task is shared.
+    pub(super) fn set_job_of(&mut self, job: JobOf) {
+        self.job = job;
     }
 
     pub(crate) fn deadline(&self) -> Nanos {
@@ -441,14 +405,5 @@ pub(crate) trait Job: Send + Sync + 'static {
     /// Completed runs (a one-shot: 0 or 1).
     fn runs(&self) -> u64 {
         u64::from(self.header().state() == DONE)
-    }
-}
-
-/// Gives `out`, an `Option<Arc<Completion<T>>>` of the task's own `T`, the
-/// task's result cell (see [`Job::result_cell`]); leaves any other type
-/// alone.
-pub(crate) fn give_cell<T: 'static>(out: &mut dyn Any, cell: impl FnOnce() -> Arc<Completion<T>>) {
-    if let Some(out) = out.downcast_mut::<Option<Arc<Completion<T>>>>() {
-        *out = Some(cell());
     }
 }

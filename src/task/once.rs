@@ -26,11 +26,12 @@ use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use crate::clock::{Clock, Nanos};
-use crate::completion::Completion;
-use crate::error::{drop_quietly, TaskError};
-use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
-use crate::task::{give_cell, Caught, Header, Job, Ran};
+use crate::base::clock::{Clock, Nanos};
+use crate::base::error::{drop_quietly, TaskError};
+use crate::base::sync::{AtomicPtr, Ordering, UnsafeCell};
+use crate::task::completion::give_cell;
+use crate::task::completion::Completion;
+use crate::task::header::{Caught, Header, Job, Ran};
 
 /// A one-shot body, owned by whoever claims it through the header.
 pub(crate) struct Body<F>(UnsafeCell<ManuallyDrop<F>>);
@@ -314,15 +315,15 @@ mod tests {
     use std::time::Duration;
 
     use super::{ExecTask, OnceTask};
-    use crate::task::{Header, Kind};
-    use crate::task_ptr::TaskPtr;
+    use crate::task::header::{Header, Kind};
+    use crate::task::ptr::TaskPtr;
 
     /// Every byte here is paid once per pending task (W6): keep them from
     /// creeping back.
     #[test]
     fn per_task_sizes_stay_small() {
         assert_eq!(std::mem::size_of::<Header>(), 32);
-        assert_eq!(std::mem::size_of::<crate::entry::Entry>(), 16);
+        assert_eq!(std::mem::size_of::<crate::queue::Entry>(), 16);
         // A handle: the task and the pool, two thin pointers.
         assert_eq!(std::mem::size_of::<crate::ScheduledHandle<u64>>(), 16);
         let noop = || ();
@@ -357,7 +358,7 @@ mod tests {
     /// the run, cancel during it, and never claimed at all.
     #[test]
     fn the_body_is_dropped_once_on_every_path() {
-        let clock = crate::clock::Clock::Real;
+        let clock = crate::base::clock::Clock::Real;
         let drops = Arc::new(AtomicUsize::new(0));
 
         let t = task(&drops);
@@ -401,7 +402,7 @@ mod tests {
     /// this through `.ci/tsan.sh`).
     #[test]
     fn a_run_racing_a_cancel_drops_the_body_once() {
-        let clock = crate::clock::Clock::Real;
+        let clock = crate::base::clock::Clock::Real;
         let drops = Arc::new(AtomicUsize::new(0));
         let ran = Arc::new(AtomicUsize::new(0));
         const N: usize = 2000;
@@ -448,7 +449,7 @@ mod tests {
             9
         }
         type Nine = OnceTask<u8, fn() -> u8>;
-        let clock = crate::clock::Clock::Real;
+        let clock = crate::base::clock::Clock::Real;
         for _ in 0..200 {
             let t = TaskPtr::new(Nine::new(Header::new(0, 0, Kind::Once), nine));
             let waiters: Vec<_> = (0..3)

@@ -22,8 +22,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::ptr::NonNull;
 
-use crate::sync::Ordering;
-use crate::task::{Header, Job};
+use crate::task::header::{Header, Job};
 
 /// A thin `Arc<dyn Job>`. See the module docs.
 pub(crate) struct TaskPtr {
@@ -59,7 +58,7 @@ impl TaskPtr {
         // SAFETY: `raw` is a fresh, valid allocation that nothing else
         // refers to yet, and its header is at its start (checked above), so
         // `header` is valid for this plain write before it is shared.
-        unsafe { (*header).job = job_of::<J> };
+        unsafe { (*header).set_job_of(job_of::<J>) };
         // SAFETY: from `Box::into_raw`, never null.
         let header = unsafe { NonNull::new_unchecked(header) };
         TaskPtr { header }
@@ -80,7 +79,7 @@ impl TaskPtr {
 
     /// How many references there are, this one included.
     pub(crate) fn ref_count(&self) -> u32 {
-        self.header().refs.load(Ordering::Acquire)
+        self.header().ref_count()
     }
 }
 
@@ -89,7 +88,7 @@ impl Deref for TaskPtr {
 
     #[inline]
     fn deref(&self) -> &dyn Job {
-        let job = (self.header().job)(self.header);
+        let job = (self.header().job_of())(self.header);
         // SAFETY: `job` is the cast for the task's own type (invariants), so
         // it points at the live task this reference keeps alive.
         unsafe { job.as_ref() }
@@ -99,9 +98,7 @@ impl Deref for TaskPtr {
 impl Clone for TaskPtr {
     #[inline]
     fn clone(&self) -> TaskPtr {
-        // Relaxed, as `Arc`: a new reference is made from an existing one,
-        // which already keeps the task alive.
-        let old = self.header().refs.fetch_add(1, Ordering::Relaxed);
+        let old = self.header().count_ref();
         if old > i32::MAX as u32 {
             // As `Arc`: a count this high means leaked references; wrapping
             // would free a live task.
@@ -116,13 +113,10 @@ impl Clone for TaskPtr {
 impl Drop for TaskPtr {
     #[inline]
     fn drop(&mut self) {
-        // AcqRel, not `Arc`'s Release plus an Acquire fence: the same
-        // instruction on x86, and visible to ThreadSanitizer. The last
-        // reference then sees every other holder's writes before freeing.
-        if self.header().refs.fetch_sub(1, Ordering::AcqRel) != 1 {
+        if !self.header().release_ref() {
             return;
         }
-        let job = (self.header().job)(self.header);
+        let job = (self.header().job_of())(self.header);
         // SAFETY: this was the last reference, so nothing else can reach the
         // task; it was allocated as the `Box<J>` that `job` (the cast for
         // `J`) points at, with `J`'s vtable, so `Box<dyn Job>` frees it with
@@ -142,8 +136,8 @@ impl fmt::Debug for TaskPtr {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::TaskPtr;
-    use crate::clock::{Clock, Nanos};
-    use crate::task::{Header, Job, Kind, Ran};
+    use crate::base::clock::{Clock, Nanos};
+    use crate::task::header::{Header, Job, Kind, Ran};
     use std::any::Any;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
@@ -261,10 +255,10 @@ mod loom_models {
     use loom::sync::atomic::{AtomicUsize, Ordering};
 
     use super::TaskPtr;
-    use crate::clock::{Clock, Nanos};
-    use crate::error::TaskError;
-    use crate::once::OnceTask;
-    use crate::task::{Header, Job, Kind, Ran};
+    use crate::base::clock::{Clock, Nanos};
+    use crate::base::error::TaskError;
+    use crate::task::header::{Header, Job, Kind, Ran};
+    use crate::task::once::OnceTask;
 
     type Body = Box<dyn FnOnce() -> u32 + Send>;
 
@@ -360,7 +354,7 @@ mod loom_models {
     #[repr(C)]
     struct Canary {
         header: Header,
-        data: crate::sync::UnsafeCell<u64>,
+        data: crate::base::sync::UnsafeCell<u64>,
     }
     // SAFETY (test): `data` is written only by `Drop`, with `&mut self`.
     unsafe impl Sync for Canary {}
@@ -388,7 +382,7 @@ mod loom_models {
         loom::model(|| {
             let a = TaskPtr::new(Canary {
                 header: Header::new(0, 0, Kind::Once),
-                data: crate::sync::UnsafeCell::new(1),
+                data: crate::base::sync::UnsafeCell::new(1),
             });
             let b = a.clone();
             let read = |t: &TaskPtr| {
@@ -408,7 +402,7 @@ mod loom_models {
     }
 
     /// A value loom tracks, written when made and read by whoever gets it.
-    struct Tracked(crate::sync::UnsafeCell<u64>);
+    struct Tracked(crate::base::sync::UnsafeCell<u64>);
     // SAFETY (test): written only before it is shared.
     unsafe impl Sync for Tracked {}
 
@@ -417,10 +411,10 @@ mod loom_models {
     /// sees it fully made (fails if the install or the read is Relaxed).
     #[test]
     fn the_lazy_cell_is_made_once_and_seen_whole() {
-        use crate::once::LazyCell;
+        use crate::task::once::LazyCell;
         loom::model(|| {
             let cell = Arc::new(LazyCell::<Tracked>::new());
-            let make = || Tracked(crate::sync::UnsafeCell::new(7));
+            let make = || Tracked(crate::base::sync::UnsafeCell::new(7));
             // SAFETY (test): the value is written only before it is
             // shared, so reads never race a write.
             let read = |t: &Tracked| t.0.with(|p| unsafe { *p });

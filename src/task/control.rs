@@ -1,0 +1,150 @@
+//! CONTROL
+
+use crate::base::clock::{delay_nanos, Nanos};
+use crate::base::sync::{AtomicU64, Mutex, Ordering};
+use crate::task::kind::Kind;
+use crate::task::policy::{MissedTicks, OnPanic, Options};
+
+/// The non-generic state of a periodic task.
+pub(crate) struct Control {
+    /// The period (fixed rate) or delay (fixed delay), in nanoseconds.
+    pub(super) period: AtomicU64,
+    pub(super) options: Options,
+    /// The grid point of the next run (without jitter).
+    pub(super) nominal: AtomicU64,
+    /// The next grid point a finished run computed, until `end_run` applies it.
+    pub(super) pending: AtomicU64,
+    pub(super) runs: AtomicU64,
+    pub(super) failures: AtomicU64,
+    pub(super) consecutive_failures: AtomicU64,
+    pub(super) last_failure: Mutex<Option<String>>,
+    pub(super) rng: AtomicU64,
+}
+
+impl Control {
+    pub(crate) fn new(period: Nanos, options: Options, nominal: Nanos, seq: u64) -> Self {
+        Control {
+            period: AtomicU64::new(period),
+            options,
+            nominal: AtomicU64::new(nominal),
+            pending: AtomicU64::new(nominal),
+            runs: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            consecutive_failures: AtomicU64::new(0),
+            last_failure: Mutex::new(None),
+            rng: AtomicU64::new((seq ^ nominal).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
+        }
+    }
+
+    pub(crate) fn runs(&self) -> u64 {
+        self.runs.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn last_failure(&self) -> Option<String> {
+        self.last_failure.lock().clone()
+    }
+
+    pub(crate) fn period(&self) -> Nanos {
+        self.period.load(Ordering::Acquire)
+    }
+
+    /// A random delay in `[0, jitter)` (xorshift64*).
+    pub(crate) fn jitter(&self) -> Nanos {
+        if self.options.jitter == 0 {
+            return 0;
+        }
+        let mut x = self.rng.load(Ordering::Relaxed);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng.store(x, Ordering::Relaxed);
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D) % self.options.jitter
+    }
+
+    /// Sets the next grid point and returns the deadline (with jitter).
+    pub(super) fn schedule_at(&self, nominal: Nanos) -> Nanos {
+        self.nominal.store(nominal, Ordering::Release);
+        nominal.saturating_add(self.jitter())
+    }
+
+    /// Swaps in a new period; returns the old one. A running task uses it
+    /// when its run ends; a paused one when it resumes.
+    pub(crate) fn swap_period(&self, period: Nanos) -> Nanos {
+        self.period.swap(period, Ordering::AcqRel)
+    }
+
+    /// For a task waiting in the queue after a period change: re-bases its
+    /// pending run on the new period and returns the new deadline.
+    pub(crate) fn rebase(&self, old: Nanos, new: Nanos, now: Nanos) -> Nanos {
+        let nominal = self.nominal.load(Ordering::Acquire);
+        let next = if self.runs() == 0 {
+            nominal // still waiting out the initial delay, which is not a period
+        } else {
+            nominal.saturating_sub(old).saturating_add(new).max(now)
+        };
+        self.schedule_at(next)
+    }
+
+    /// Where a resumed task's next run goes: missed runs are not replayed.
+    pub(crate) fn resume_at(&self, kind: Kind, now: Nanos) -> Nanos {
+        let nominal = self.nominal.load(Ordering::Acquire);
+        let period = self.period();
+        let next = match kind {
+            Kind::FixedRate if nominal < now => {
+                // The next grid point at or after now.
+                nominal.saturating_add((now - nominal).div_ceil(period).saturating_mul(period))
+            }
+            Kind::FixedRate => nominal,
+            _ => nominal.max(now),
+        };
+        self.schedule_at(next)
+    }
+
+    /// The next grid point after a run that started at `started` and ended
+    /// at `now`, by the cadence and missed-tick policy.
+    pub(super) fn next_nominal(
+        &self,
+        kind: Kind,
+        started: Nanos,
+        now: impl Fn() -> Nanos,
+    ) -> Nanos {
+        let period = self.period();
+        let nominal = self.nominal.load(Ordering::Acquire);
+        match kind {
+            Kind::FixedRate => {
+                let next = nominal.saturating_add(period);
+                match self.options.missed {
+                    MissedTicks::Burst => next,
+                    MissedTicks::Skip => {
+                        let now = now();
+                        if next <= now {
+                            let missed = (now - nominal) / period + 1;
+                            nominal.saturating_add(missed.saturating_mul(period))
+                        } else {
+                            next
+                        }
+                    }
+                    MissedTicks::Delay => next.max(started.saturating_add(period)),
+                }
+            }
+            _ => now().saturating_add(period),
+        }
+    }
+
+    pub(super) fn backoff(&self, now: Nanos) -> Option<Nanos> {
+        let OnPanic::Backoff { initial, max } = self.options.on_panic else {
+            return None;
+        };
+        let n = self
+            .consecutive_failures
+            .load(Ordering::Acquire)
+            .clamp(1, 63)
+            - 1;
+        let delay = initial.checked_mul(1 << n.min(31)).unwrap_or(max).min(max);
+        Some(now.saturating_add(delay_nanos(delay)))
+    }
+}

@@ -1,0 +1,19 @@
+//! Tasks: the header every task starts with and its state word, the result
+//! cell, the thin counted pointer that holds a task, and the bodies (one
+//! shot, periodic with its policies and controls, idle timer).
+//!
+//! Layers inside, each using only those before it: `policy` (the public
+//! periodic policies) and `kind`, `control` (a periodic task's controls and next-run
+//! arithmetic), `header` (the header, its state word and the `Job` trait),
+//! `completion` (the result cell), `ptr` (the pointer), then the bodies
+//! `once`, `periodic` and `idle`.
+
+pub(crate) mod completion;
+pub(crate) mod control;
+pub(crate) mod header;
+pub(crate) mod idle;
+pub(crate) mod kind;
+pub(crate) mod once;
+pub(crate) mod periodic;
+pub(crate) mod policy;
+pub(crate) mod ptr;
