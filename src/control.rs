@@ -52,8 +52,9 @@ impl Shared {
         header.request_pause()
     }
 
-    /// Resumes a paused task at its next run after now (missed runs are
-    /// not replayed). False if it was not paused. A task the pool may no
+    /// Resumes a paused task: a fixed-rate one at its next grid point at or
+    /// after now (missed runs are not replayed), a fixed-delay one now. False
+    /// if it was not paused. A task the pool may no
     /// longer run (shut down meanwhile) is cancelled instead.
     pub(crate) fn resume(&self, job: &TaskPtr) -> bool {
         let header = job.header();

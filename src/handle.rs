@@ -226,9 +226,12 @@ impl<T: 'static> ScheduledHandle<T> {
         self.pool.pause(&self.job())
     }
 
-    /// Resumes a paused task at its next run from now: a fixed-rate task on
-    /// its grid, a fixed-delay task at once. Returns false if it was not
-    /// paused.
+    /// Resumes a paused task. A fixed-rate task runs next at the first
+    /// point of its grid (`first + n * period`) at or after now; the runs
+    /// missed while paused are not replayed. A fixed-delay task runs at
+    /// once, even if its old next run was later (also during its initial
+    /// delay), and its delay then counts from the end of that run. Returns
+    /// false if it was not paused.
     pub fn resume(&self) -> bool {
         self.pool.resume(&self.job())
     }

@@ -111,6 +111,8 @@ impl Control {
     }
 
     /// Where a resumed task's next run goes: missed runs are not replayed.
+    /// Fixed rate: the next grid point at or after now. Fixed delay: now,
+    /// whatever its old next run was; the delay then counts from that run.
     pub(crate) fn resume_at(&self, kind: Kind, now: Nanos) -> Nanos {
         let nominal = self.nominal.load(Ordering::Acquire);
         let period = self.period();
@@ -120,7 +122,7 @@ impl Control {
                 nominal.saturating_add((now - nominal).div_ceil(period).saturating_mul(period))
             }
             Kind::FixedRate => nominal,
-            _ => nominal.max(now),
+            _ => now,
         };
         self.schedule_at(next)
     }

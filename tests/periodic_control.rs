@@ -551,3 +551,31 @@ fn fixed_delay_respects_its_delay_after_a_trigger_free_run() {
         assert!(w[1].0 - w[0].1 >= MS * 5);
     }
 }
+
+#[test]
+fn resume_runs_a_fixed_delay_task_at_once_and_rebases_it_on_the_resume() {
+    let (clock, pool) = virtual_pool(1);
+    let (n, body) = counter();
+    let secs = Duration::from_secs;
+    let t0 = clock.now();
+    let h = pool.with_fixed_delay(secs(10)).start(body).unwrap();
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 1, "the first run, at 0 s");
+    assert_eq!(h.next_run(), Some(t0 + secs(10)));
+    clock.advance(secs(1));
+    assert!(h.pause());
+    clock.advance(secs(1));
+    assert!(h.resume());
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 2, "resumed at once, at 2 s");
+    assert_eq!(
+        h.next_run(),
+        Some(t0 + secs(12)),
+        "the delay counts from the run at the resume, not the old 10 s"
+    );
+    clock.advance(secs(10));
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 3);
+    assert_eq!(h.next_run(), Some(t0 + secs(22)));
+    h.cancel();
+}
