@@ -117,8 +117,8 @@ impl Shared {
     }
 
     /// Changes a periodic task's period (or delay). A queued task is moved
-    /// to its re-based next run; a running one uses the new period when its
-    /// run ends.
+    /// to its re-based next run; a paused one is re-based too, for resume to
+    /// start from; a running one uses the new period when its run ends.
     pub(crate) fn set_period(&self, job: &TaskPtr, period: Nanos) -> bool {
         let Some(control) = job.control() else {
             return false;
@@ -137,6 +137,10 @@ impl Shared {
             }
             // A due head may have moved later: `wait_idle` may be done.
             self.note_maybe_idle(&state);
+        } else if header.state() == crate::task::PAUSED {
+            // Out of the queue, under the lock: `resume` starts from the
+            // re-based grid point, not the old period's.
+            header.set_deadline(control.rebase(old, period, now));
         }
         true
     }

@@ -248,8 +248,9 @@ impl<T: 'static> ScheduledHandle<T> {
     /// Changes a periodic task's period (fixed rate) or delay (fixed delay),
     /// in place. A waiting run is moved to one new period after the previous
     /// grid point (the previous run's due time, not its start, and not the
-    /// time of a `trigger`); a running task uses the new period when its run
-    /// ends; a paused one when it resumes.
+    /// time of a `trigger`); a paused task's next run is moved the same way,
+    /// and [`resume`](Self::resume) starts from that new grid; a running
+    /// task uses the new period when its run ends.
     ///
     /// # Errors
     ///

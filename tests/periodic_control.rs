@@ -579,3 +579,35 @@ fn resume_runs_a_fixed_delay_task_at_once_and_rebases_it_on_the_resume() {
     assert_eq!(h.next_run(), Some(t0 + secs(22)));
     h.cancel();
 }
+
+#[test]
+fn set_period_while_paused_applies_to_the_grid_on_resume() {
+    let (clock, pool) = virtual_pool(1);
+    let (n, body) = counter();
+    let secs = Duration::from_secs;
+    let t0 = clock.now();
+    let h = pool.at_fixed_rate(secs(10)).start(body).unwrap();
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 1, "the first run, at 0 s");
+    clock.advance(secs(1));
+    assert!(h.pause());
+    h.set_period(secs(30)).unwrap();
+    assert_eq!(h.period(), Some(secs(30)));
+    clock.advance(secs(1));
+    assert!(h.resume());
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 1, "nothing due at 2 s");
+    assert_eq!(
+        h.next_run(),
+        Some(t0 + secs(30)),
+        "one new period after the previous grid point (0 s), not the old 10 s"
+    );
+    clock.advance(secs(8)); // 10 s: the old grid point
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 1, "nothing runs on the old grid");
+    clock.advance(secs(20)); // 30 s
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 2);
+    assert_eq!(h.next_run(), Some(t0 + secs(60)));
+    h.cancel();
+}
