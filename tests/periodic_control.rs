@@ -611,3 +611,39 @@ fn set_period_while_paused_applies_to_the_grid_on_resume() {
     assert_eq!(h.next_run(), Some(t0 + secs(60)));
     h.cancel();
 }
+
+#[test]
+fn a_shorter_period_whose_rebased_run_is_past_keeps_the_grid_anchor() {
+    let secs = Duration::from_secs;
+    // Period 10 s -> 2 s at 9 s: the new grid (anchored on the run at 0 s)
+    // is 2, 4, 6, 8, 10 ...; 2 to 8 are past, so they are late runs, and the
+    // task's missed-tick policy handles them as any late runs.
+    for (policy, runs_at_9, next) in [
+        (MissedTicks::Burst, 1 + 4, secs(10)), // all four caught up, then on grid
+        (MissedTicks::Skip, 1 + 1, secs(10)),  // one late run, then on grid
+        (MissedTicks::Delay, 1 + 1, secs(11)), // one late run shifts the grid
+    ] {
+        let (clock, pool) = virtual_pool(1);
+        let (n, body) = counter();
+        let t0 = clock.now();
+        let h = pool
+            .at_fixed_rate(secs(10))
+            .missed_ticks(policy)
+            .start(body)
+            .unwrap();
+        assert!(pool.wait_idle(EVENTUALLY));
+        assert_eq!(n.load(Ordering::SeqCst), 1, "{policy:?}: the run at 0 s");
+        clock.advance(secs(9));
+        // The re-based run (2 s) is past: due at once (a worker may already
+        // be running it, so its deadline is not read here).
+        h.set_period(secs(2)).unwrap();
+        assert!(pool.wait_idle(EVENTUALLY));
+        assert_eq!(n.load(Ordering::SeqCst), runs_at_9, "{policy:?}");
+        assert_eq!(h.next_run(), Some(t0 + next), "{policy:?}");
+        clock.advance(t0 + next - clock.now());
+        assert!(pool.wait_idle(EVENTUALLY));
+        assert_eq!(n.load(Ordering::SeqCst), runs_at_9 + 1, "{policy:?}");
+        assert_eq!(h.next_run(), Some(t0 + next + secs(2)), "{policy:?}");
+        h.cancel();
+    }
+}
