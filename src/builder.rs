@@ -17,6 +17,9 @@ const MAX_IDLE_SPIN: Duration = Duration::from_secs(1);
 
 /// The workers' default timer slack (see [`Builder::timer_slack`]).
 const DEFAULT_TIMER_SLACK: Duration = Duration::from_micros(1);
+/// The largest timer slack [`Builder::timer_slack`] accepts: 200 times
+/// Linux's default, and a tenth of the default starvation threshold.
+const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
 
 /// The most worker threads a pool may be configured with.
 const MAX_THREADS: usize = 32_768;
@@ -181,10 +184,13 @@ impl Builder {
     /// How late the OS may fire the workers' timed waits, to batch wake-ups
     /// (Linux's "timer slack", 50 µs by default). The pool sets it to 1 µs
     /// on its worker threads, so a task due at `t` starts close to `t`;
-    /// `None` keeps the OS default (fewer wake-ups, later starts). Best
-    /// effort: where it cannot be set (not Linux, no `/proc`) it is ignored.
+    /// `None` keeps the OS default (fewer wake-ups, later starts). Values
+    /// above 10 ms are clamped to 10 ms: the slack is added to every timed
+    /// wait, so an hour would let a task due in 20 ms start an hour late.
+    /// Best effort: where it cannot be set (not Linux, no `/proc`) it is
+    /// ignored.
     pub fn timer_slack(mut self, slack: Option<Duration>) -> Self {
-        self.timer_slack = slack;
+        self.timer_slack = slack.map(|slack| slack.min(MAX_TIMER_SLACK));
         self
     }
 
