@@ -22,7 +22,7 @@ const DEFAULT_TIMER_SLACK: Duration = Duration::from_micros(1);
 const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
 
 /// The most worker threads a pool may be configured with.
-const MAX_THREADS: usize = 32_768;
+pub(crate) const MAX_THREADS: usize = 32_768;
 
 /// Configures a [`ScheduledThreadPool`] (rayon's `ThreadPoolBuilder`, Java's
 /// constructor arguments and policy setters).
@@ -82,7 +82,8 @@ impl Builder {
     /// The number of worker threads. They start lazily, one per submission,
     /// until there are this many. `0` is allowed (as in Java): the pool then
     /// runs one worker while anything is queued and lets it go after 10 ms
-    /// of an empty queue.
+    /// of an empty queue. At most 32,768: [`build`](Self::build) refuses
+    /// more ([`ScheduledThreadPool::new`] clamps instead).
     pub fn core_threads(mut self, n: usize) -> Self {
         self.core_threads = n;
         self

@@ -13,7 +13,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::builder::Builder;
+use crate::builder::{Builder, MAX_THREADS};
 use crate::clock::after;
 use crate::error::Rejected;
 use crate::handle::{PendingTask, ScheduledHandle};
@@ -79,12 +79,15 @@ impl Drop for Owner {
 
 impl ScheduledThreadPool {
     /// A pool with `core_threads` worker threads (started lazily) and the
-    /// default settings of [`Builder`].
+    /// default settings of [`Builder`]. Never panics: more than 32,768
+    /// threads (which no OS would start) are clamped to 32,768. For an
+    /// error instead, use
+    /// `ScheduledThreadPool::builder().core_threads(n).build()`.
     pub fn new(core_threads: usize) -> Self {
         Builder::new()
-            .core_threads(core_threads)
+            .core_threads(core_threads.min(MAX_THREADS))
             .build()
-            .expect("the default thread name is valid")
+            .expect("the default settings with at most MAX_THREADS threads are valid")
     }
 
     /// A [`Builder`] to configure a pool.

@@ -299,3 +299,21 @@ fn a_huge_timer_slack_does_not_hold_back_a_timed_task() {
         );
     }
 }
+
+#[test]
+fn new_with_more_threads_than_the_maximum_clamps_instead_of_panicking() {
+    // Threads start lazily, so asking for many starts none until used.
+    let pool = PoolGuard(ScheduledThreadPool::new(usize::MAX));
+    assert_eq!(pool.core_threads(), 32_768, "clamped to the maximum");
+    assert_eq!(pool.submit(|| 7).unwrap().join(), Ok(7));
+    assert_eq!(pool.pool_size(), 1, "one submission, one thread");
+    let pool = PoolGuard(ScheduledThreadPool::new(32_769));
+    assert_eq!(pool.core_threads(), 32_768);
+    // The builder stays strict: it says what was wrong.
+    let err = ScheduledThreadPool::builder()
+        .core_threads(32_769)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("32768"), "{err}");
+}
