@@ -272,3 +272,48 @@ fn a_near_task_behind_a_far_one_runs_on_time() {
         ran - start
     );
 }
+
+#[test]
+fn a_huge_timer_slack_does_not_hold_back_a_timed_task() {
+    // The slack is how late the OS may fire a worker's timed wait; unclamped,
+    // an hour (or Duration::MAX) let a task due in 20 ms wait that long.
+    for slack in [Duration::from_secs(3600), Duration::MAX] {
+        let pool = PoolGuard(
+            ScheduledThreadPool::builder()
+                .core_threads(1)
+                .timer_slack(Some(slack))
+                .build()
+                .unwrap(),
+        );
+        let start = Instant::now();
+        let h = pool
+            .schedule(move || start.elapsed(), Duration::from_millis(20))
+            .unwrap();
+        assert!(
+            h.wait_timeout(Duration::from_secs(2)),
+            "with timer_slack({slack:?}), a task due in 20 ms had not run after 2 s"
+        );
+        assert!(
+            h.join().unwrap() >= Duration::from_millis(20),
+            "never early"
+        );
+    }
+}
+
+#[test]
+fn new_with_more_threads_than_the_maximum_clamps_instead_of_panicking() {
+    // Threads start lazily, so asking for many starts none until used.
+    let pool = PoolGuard(ScheduledThreadPool::new(usize::MAX));
+    assert_eq!(pool.core_threads(), 32_768, "clamped to the maximum");
+    assert_eq!(pool.submit(|| 7).unwrap().join(), Ok(7));
+    assert_eq!(pool.pool_size(), 1, "one submission, one thread");
+    let pool = PoolGuard(ScheduledThreadPool::new(32_769));
+    assert_eq!(pool.core_threads(), 32_768);
+    // The builder stays strict: it says what was wrong.
+    let err = ScheduledThreadPool::builder()
+        .core_threads(32_769)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("32768"), "{err}");
+}

@@ -551,3 +551,99 @@ fn fixed_delay_respects_its_delay_after_a_trigger_free_run() {
         assert!(w[1].0 - w[0].1 >= MS * 5);
     }
 }
+
+#[test]
+fn resume_runs_a_fixed_delay_task_at_once_and_rebases_it_on_the_resume() {
+    let (clock, pool) = virtual_pool(1);
+    let (n, body) = counter();
+    let secs = Duration::from_secs;
+    let t0 = clock.now();
+    let h = pool.with_fixed_delay(secs(10)).start(body).unwrap();
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 1, "the first run, at 0 s");
+    assert_eq!(h.next_run(), Some(t0 + secs(10)));
+    clock.advance(secs(1));
+    assert!(h.pause());
+    clock.advance(secs(1));
+    assert!(h.resume());
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 2, "resumed at once, at 2 s");
+    assert_eq!(
+        h.next_run(),
+        Some(t0 + secs(12)),
+        "the delay counts from the run at the resume, not the old 10 s"
+    );
+    clock.advance(secs(10));
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 3);
+    assert_eq!(h.next_run(), Some(t0 + secs(22)));
+    h.cancel();
+}
+
+#[test]
+fn set_period_while_paused_applies_to_the_grid_on_resume() {
+    let (clock, pool) = virtual_pool(1);
+    let (n, body) = counter();
+    let secs = Duration::from_secs;
+    let t0 = clock.now();
+    let h = pool.at_fixed_rate(secs(10)).start(body).unwrap();
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 1, "the first run, at 0 s");
+    clock.advance(secs(1));
+    assert!(h.pause());
+    h.set_period(secs(30)).unwrap();
+    assert_eq!(h.period(), Some(secs(30)));
+    clock.advance(secs(1));
+    assert!(h.resume());
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 1, "nothing due at 2 s");
+    assert_eq!(
+        h.next_run(),
+        Some(t0 + secs(30)),
+        "one new period after the previous grid point (0 s), not the old 10 s"
+    );
+    clock.advance(secs(8)); // 10 s: the old grid point
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 1, "nothing runs on the old grid");
+    clock.advance(secs(20)); // 30 s
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(n.load(Ordering::SeqCst), 2);
+    assert_eq!(h.next_run(), Some(t0 + secs(60)));
+    h.cancel();
+}
+
+#[test]
+fn a_shorter_period_whose_rebased_run_is_past_keeps_the_grid_anchor() {
+    let secs = Duration::from_secs;
+    // Period 10 s -> 2 s at 9 s: the new grid (anchored on the run at 0 s)
+    // is 2, 4, 6, 8, 10 ...; 2 to 8 are past, so they are late runs, and the
+    // task's missed-tick policy handles them as any late runs.
+    for (policy, runs_at_9, next) in [
+        (MissedTicks::Burst, 1 + 4, secs(10)), // all four caught up, then on grid
+        (MissedTicks::Skip, 1 + 1, secs(10)),  // one late run, then on grid
+        (MissedTicks::Delay, 1 + 1, secs(11)), // one late run shifts the grid
+    ] {
+        let (clock, pool) = virtual_pool(1);
+        let (n, body) = counter();
+        let t0 = clock.now();
+        let h = pool
+            .at_fixed_rate(secs(10))
+            .missed_ticks(policy)
+            .start(body)
+            .unwrap();
+        assert!(pool.wait_idle(EVENTUALLY));
+        assert_eq!(n.load(Ordering::SeqCst), 1, "{policy:?}: the run at 0 s");
+        clock.advance(secs(9));
+        // The re-based run (2 s) is past: due at once (a worker may already
+        // be running it, so its deadline is not read here).
+        h.set_period(secs(2)).unwrap();
+        assert!(pool.wait_idle(EVENTUALLY));
+        assert_eq!(n.load(Ordering::SeqCst), runs_at_9, "{policy:?}");
+        assert_eq!(h.next_run(), Some(t0 + next), "{policy:?}");
+        clock.advance(t0 + next - clock.now());
+        assert!(pool.wait_idle(EVENTUALLY));
+        assert_eq!(n.load(Ordering::SeqCst), runs_at_9 + 1, "{policy:?}");
+        assert_eq!(h.next_run(), Some(t0 + next + secs(2)), "{policy:?}");
+        h.cancel();
+    }
+}

@@ -19,9 +19,12 @@ const MAX_IDLE_SPIN: Duration = Duration::from_secs(1);
 
 /// The workers' default timer slack (see [`Builder::timer_slack`]).
 const DEFAULT_TIMER_SLACK: Duration = Duration::from_micros(1);
+/// The largest timer slack [`Builder::timer_slack`] accepts: 200 times
+/// Linux's default, and a tenth of the default starvation threshold.
+const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
 
 /// The most worker threads a pool may be configured with.
-const MAX_THREADS: usize = 32_768;
+pub(crate) const MAX_THREADS: usize = 32_768;
 
 /// Configures a [`ScheduledThreadPool`] (rayon's `ThreadPoolBuilder`, Java's
 /// constructor arguments and policy setters).
@@ -81,7 +84,8 @@ impl Builder {
     /// The number of worker threads. They start lazily, one per submission,
     /// until there are this many. `0` is allowed (as in Java): the pool then
     /// runs one worker while anything is queued and lets it go after 10 ms
-    /// of an empty queue.
+    /// of an empty queue. At most 32,768: [`build`](Self::build) refuses
+    /// more ([`ScheduledThreadPool::new`] clamps instead).
     pub fn core_threads(mut self, n: usize) -> Self {
         self.core_threads = n;
         self
@@ -183,10 +187,13 @@ impl Builder {
     /// How late the OS may fire the workers' timed waits, to batch wake-ups
     /// (Linux's "timer slack", 50 µs by default). The pool sets it to 1 µs
     /// on its worker threads, so a task due at `t` starts close to `t`;
-    /// `None` keeps the OS default (fewer wake-ups, later starts). Best
-    /// effort: where it cannot be set (not Linux, no `/proc`) it is ignored.
+    /// `None` keeps the OS default (fewer wake-ups, later starts). Values
+    /// above 10 ms are clamped to 10 ms: the slack is added to every timed
+    /// wait, so an hour would let a task due in 20 ms start an hour late.
+    /// Best effort: where it cannot be set (not Linux, no `/proc`) it is
+    /// ignored.
     pub fn timer_slack(mut self, slack: Option<Duration>) -> Self {
-        self.timer_slack = slack;
+        self.timer_slack = slack.map(|slack| slack.min(MAX_TIMER_SLACK));
         self
     }
 
@@ -259,12 +266,15 @@ impl Builder {
 /// itself need not know its builder).
 impl ScheduledThreadPool {
     /// A pool with `core_threads` worker threads (started lazily) and the
-    /// default settings of [`Builder`].
+    /// default settings of [`Builder`]. Never panics: more than 32,768
+    /// threads (which no OS would start) are clamped to 32,768. For an
+    /// error instead, use
+    /// `ScheduledThreadPool::builder().core_threads(n).build()`.
     pub fn new(core_threads: usize) -> Self {
         Builder::new()
-            .core_threads(core_threads)
+            .core_threads(core_threads.min(MAX_THREADS))
             .build()
-            .expect("the default thread name is valid")
+            .expect("the default settings with at most MAX_THREADS threads are valid")
     }
 
     /// A [`Builder`] to configure a pool.

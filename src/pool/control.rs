@@ -53,8 +53,9 @@ impl Shared {
         header.request_pause()
     }
 
-    /// Resumes a paused task at its next run after now (missed runs are
-    /// not replayed). False if it was not paused. A task the pool may no
+    /// Resumes a paused task: a fixed-rate one at its next grid point at or
+    /// after now (missed runs are not replayed), a fixed-delay one now. False
+    /// if it was not paused. A task the pool may no
     /// longer run (shut down meanwhile) is cancelled instead.
     pub(crate) fn resume(&self, job: &TaskPtr) -> bool {
         let header = job.header();
@@ -117,8 +118,8 @@ impl Shared {
     }
 
     /// Changes a periodic task's period (or delay). A queued task is moved
-    /// to its re-based next run; a running one uses the new period when its
-    /// run ends.
+    /// to its re-based next run; a paused one is re-based too, for resume to
+    /// start from; a running one uses the new period when its run ends.
     pub(crate) fn set_period(&self, job: &TaskPtr, period: Nanos) -> bool {
         let Some(control) = job.control() else {
             return false;
@@ -137,6 +138,10 @@ impl Shared {
             }
             // A due head may have moved later: `wait_idle` may be done.
             self.note_maybe_idle(&state);
+        } else if header.state() == crate::task::header::PAUSED {
+            // Out of the queue, under the lock: `resume` starts from the
+            // re-based grid point, not the old period's.
+            header.set_deadline(control.rebase(old, period, now));
         }
         true
     }

@@ -226,9 +226,12 @@ impl<T: 'static> ScheduledHandle<T> {
         self.pool.pause(&self.job())
     }
 
-    /// Resumes a paused task at its next run from now: a fixed-rate task on
-    /// its grid, a fixed-delay task at once. Returns false if it was not
-    /// paused.
+    /// Resumes a paused task. A fixed-rate task runs next at the first
+    /// point of its grid (`first + n * period`) at or after now; the runs
+    /// missed while paused are not replayed. A fixed-delay task runs at
+    /// once, even if its old next run was later (also during its initial
+    /// delay), and its delay then counts from the end of that run. Returns
+    /// false if it was not paused.
     pub fn resume(&self) -> bool {
         self.pool.resume(&self.job())
     }
@@ -243,10 +246,27 @@ impl<T: 'static> ScheduledHandle<T> {
     }
 
     /// Changes a periodic task's period (fixed rate) or delay (fixed delay),
-    /// in place. A waiting run is moved to one new period after the previous
-    /// grid point (the previous run's due time, not its start, and not the
-    /// time of a `trigger`); a running task uses the new period when its run
-    /// ends; a paused one when it resumes.
+    /// in place. The grid keeps its anchor:
+    ///
+    /// - A waiting fixed-rate task's next run moves to one new period after
+    ///   the previous grid point (the previous run's due time, not its
+    ///   start, and not the time of a `trigger`), and the grid goes on from
+    ///   there. If that point is already past, the run is due at once, and
+    ///   it is a late run like any other: the task's
+    ///   [`MissedTicks`](crate::MissedTicks) policy decides what follows.
+    ///   `Burst` (the default) also runs, back to back, the other points of
+    ///   the new grid already passed; `Skip` goes on at the first grid point
+    ///   after now; `Delay` goes on one period after the late run started.
+    ///   For example, period 10 s, a run at 0 s, `set_period(2 s)` at 9 s:
+    ///   `Burst` runs four times at 9 s (for 2, 4, 6 and 8 s), then at 10,
+    ///   12, ... s; `Skip` runs once at 9 s, then at 10, 12, ... s; `Delay`
+    ///   runs once at 9 s, then at 11, 13, ... s.
+    /// - A waiting fixed-delay task's next run moves to the new delay after
+    ///   the previous run ended, or at once if that is past.
+    /// - A task still waiting for its first run keeps its initial delay.
+    /// - A paused task's next run is moved the same way, and
+    ///   [`resume`](Self::resume) starts from that new grid.
+    /// - A running task uses the new period when its run ends.
     ///
     /// # Errors
     ///

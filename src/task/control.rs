@@ -77,19 +77,25 @@ impl Control {
         self.period.swap(period, Ordering::AcqRel)
     }
 
-    /// For a task waiting in the queue after a period change: re-bases its
-    /// pending run on the new period and returns the new deadline.
+    /// For a task waiting in the queue (or paused) after a period change:
+    /// re-bases its pending run on the new period, one new period after the
+    /// previous grid point, and returns the new deadline. The grid keeps its
+    /// anchor: a re-based point already past stays the grid point (so the
+    /// missed-tick policy sees a late run, and `Burst` catches up the new
+    /// grid's passed points); only the deadline is clamped to now.
     pub(crate) fn rebase(&self, old: Nanos, new: Nanos, now: Nanos) -> Nanos {
         let nominal = self.nominal.load(Ordering::Acquire);
         let next = if self.runs() == 0 {
             nominal // still waiting out the initial delay, which is not a period
         } else {
-            nominal.saturating_sub(old).saturating_add(new).max(now)
+            nominal.saturating_sub(old).saturating_add(new)
         };
-        self.schedule_at(next)
+        self.schedule_at(next).max(now)
     }
 
     /// Where a resumed task's next run goes: missed runs are not replayed.
+    /// Fixed rate: the next grid point at or after now. Fixed delay: now,
+    /// whatever its old next run was; the delay then counts from that run.
     pub(crate) fn resume_at(&self, kind: Kind, now: Nanos) -> Nanos {
         let nominal = self.nominal.load(Ordering::Acquire);
         let period = self.period();
@@ -99,7 +105,7 @@ impl Control {
                 nominal.saturating_add((now - nominal).div_ceil(period).saturating_mul(period))
             }
             Kind::FixedRate => nominal,
-            _ => nominal.max(now),
+            _ => now,
         };
         self.schedule_at(next)
     }
