@@ -49,8 +49,10 @@
 mod backend;
 mod delivery;
 mod envelope;
+mod job;
 mod leases;
 mod memory;
+mod options;
 mod pool;
 mod pool_builder;
 mod queue;
@@ -71,10 +73,12 @@ pub use backend::{
 };
 pub use delivery::Delivery;
 pub use envelope::Payload;
+pub use job::{HandlerError, JobInfo};
 pub use memory::MemoryBackend;
-pub use pool::{DurablePool, DurableStats, HandlerError, JobInfo};
+pub use options::QueueOptions;
+pub use pool::{DurablePool, DurableStats};
 pub use pool_builder::DurablePoolBuilder;
-pub use queue::{DeadLetter, DurableQueue, QueueOptions, Removed};
+pub use queue::{DeadLetter, DurableQueue, Removed};
 #[cfg(feature = "redis")]
 pub use redis_backend::RedisBackend;
 #[cfg(feature = "redis")]

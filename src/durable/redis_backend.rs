@@ -25,9 +25,11 @@ use super::backend::{
     ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,
     PutMode, Repeat, When,
 };
+use super::envelope::Payload;
+use super::options::QueueOptions;
+use super::queue::DurableQueue;
 use super::redis_client::{arg, bad_reply, bytes, int, RedisClient, RedisOptions};
 use super::scripts;
-use super::{DurableQueue, Payload, QueueOptions};
 
 /// The most items one claim script leases.
 const MAX_CLAIM: usize = 100;

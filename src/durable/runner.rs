@@ -24,7 +24,7 @@ use parking_lot::{Condvar, Mutex};
 use super::backend::{Claimed, DurableError};
 use super::delivery::Delivery;
 use super::envelope;
-use super::pool::{HandlerError, JobInfo};
+use super::job::{HandlerError, JobInfo};
 use super::taker::Taker;
 
 pub(super) type Handler = Box<dyn Fn(&[u8], &JobInfo) -> Result<(), HandlerError> + Send + Sync>;

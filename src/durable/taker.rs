@@ -30,7 +30,7 @@ use crate::sync::{Condvar, Mutex};
 
 use super::backend::{Claimed, DurableBackend, DurableError, Nack};
 use super::leases::Leases;
-use super::queue::QueueOptions;
+use super::options::QueueOptions;
 
 pub(crate) struct Taker {
     pub(crate) opts: QueueOptions,
