@@ -57,16 +57,12 @@ mod pool;
 mod pool_builder;
 mod queue;
 #[cfg(feature = "redis")]
-mod redis_backend;
-#[cfg(feature = "redis")]
-mod redis_checks;
-#[cfg(feature = "redis")]
-mod redis_client;
+mod redis;
 mod runner;
-#[cfg(feature = "redis")]
-mod scripts;
 pub(crate) mod taker;
 
+#[cfg(feature = "redis")]
+pub use self::redis::{RedisBackend, RedisOptions};
 pub use backend::{
     Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put, PutMode,
     Repeat, When,
@@ -79,10 +75,6 @@ pub use options::QueueOptions;
 pub use pool::{DurablePool, DurableStats};
 pub use pool_builder::DurablePoolBuilder;
 pub use queue::{DeadLetter, DurableQueue, Removed};
-#[cfg(feature = "redis")]
-pub use redis_backend::RedisBackend;
-#[cfg(feature = "redis")]
-pub use redis_client::RedisOptions;
 
 /// A [`DurableQueue`] on Redis (feature `redis`).
 #[cfg(feature = "redis")]

@@ -1,6 +1,6 @@
 //! The Redis backend (feature `redis`): the `DurableBackend` over the
 //! scripts of `scripts.rs`, and cross-process wake-ups. Connections and
-//! retries are `redis_client.rs`; the checks at connect, `redis_checks.rs`.
+//! retries are `client.rs`; the checks at connect, `checks.rs`.
 //!
 //! Invariants:
 //!
@@ -21,15 +21,15 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use redis::{Connection, RedisResult, Script, Value};
 
-use super::backend::{
+use super::client::{arg, bad_reply, bytes, int, RedisClient, RedisOptions};
+use super::scripts;
+use crate::durable::backend::{
     ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,
     PutMode, Repeat, When,
 };
-use super::envelope::Payload;
-use super::options::QueueOptions;
-use super::queue::DurableQueue;
-use super::redis_client::{arg, bad_reply, bytes, int, RedisClient, RedisOptions};
-use super::scripts;
+use crate::durable::envelope::Payload;
+use crate::durable::options::QueueOptions;
+use crate::durable::queue::DurableQueue;
 
 /// The most items one claim script leases.
 const MAX_CLAIM: usize = 100;
@@ -143,7 +143,7 @@ impl DurableBackend for RedisBackend {
         };
         let (how, ms) = match when {
             When::After(d) => ("after", ceil_ms(d)),
-            When::AtServerMs(at) => ("at", at.min(super::backend::MAX_MS)),
+            When::AtServerMs(at) => ("at", at.min(crate::durable::backend::MAX_MS)),
         };
         // WAIT covers the writes of the connection it runs on, so it runs
         // right after the put, on the same connection.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use redis::{Connection, RedisError, RedisResult, Script, Value};
 
-use super::backend::DurableError;
+use crate::durable::backend::DurableError;
 
 /// The budget of the one attempt an idempotent call gets past its
 /// `op_timeout` when its only attempt failed (see `run`).

@@ -58,7 +58,7 @@ local function holds(id, token)
 end
 "#;
 
-use super::backend::RECEIPT_MS;
+use crate::durable::backend::RECEIPT_MS;
 
 fn script(flags: &str, body: &str) -> String {
     let prelude = PRELUDE.replace("RECEIPT_MS", &RECEIPT_MS.to_string());
