@@ -249,7 +249,9 @@ impl DurablePool {
                 return false;
             }
             let mut s = self.inner.state.lock();
-            self.inner.cv.wait_for(&mut s, Duration::from_millis(2));
+            self.inner
+                .cv
+                .wait_until(&mut s, Instant::now() + Duration::from_millis(2));
         }
     }
 

@@ -18,7 +18,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crate::sync::{Condvar, Mutex};
 use redis::{Connection, RedisResult, Script, Value};
 
 use super::client::{arg, bad_reply, bytes, int, RedisClient, RedisOptions};
@@ -46,7 +46,7 @@ pub struct RedisBackend {
     in_wait: AtomicBool,
     unblock_pending: AtomicBool,
     /// Where a short wait sleeps locally (see `wait`); `unblock` signals it.
-    nap: (Mutex<()>, parking_lot::Condvar),
+    nap: (Mutex<()>, Condvar),
     /// How late Redis may time out a blocked command: one `serverCron`
     /// period (1000 / `hz` ms) plus a margin, read at connect.
     timer_slack: Duration,
@@ -94,7 +94,7 @@ impl RedisBackend {
             blocking_id: AtomicI64::new(0),
             in_wait: AtomicBool::new(false),
             unblock_pending: AtomicBool::new(false),
-            nap: (Mutex::new(()), parking_lot::Condvar::new()),
+            nap: (Mutex::new(()), Condvar::new()),
             timer_slack,
             scripts: Scripts {
                 put: Script::new(&scripts::put()),

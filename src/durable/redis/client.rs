@@ -15,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 use redis::{Connection, RedisError, RedisResult, Script, Value};
 
 use crate::durable::backend::DurableError;
