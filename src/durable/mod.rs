@@ -59,6 +59,7 @@ mod queue;
 #[cfg(feature = "redis")]
 mod redis;
 mod runner;
+// crate-visible for `internals::DurableTaker` (the loom models).
 pub(crate) mod taker;
 
 #[cfg(feature = "redis")]

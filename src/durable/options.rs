@@ -35,7 +35,7 @@ impl Default for QueueOptions {
 }
 
 impl QueueOptions {
-    pub(crate) fn check(&self) -> Result<(), DurableError> {
+    pub(super) fn check(&self) -> Result<(), DurableError> {
         if self.lease < Duration::from_millis(3) {
             return Err(DurableError::Config("lease must be at least 3 ms".into()));
         }

@@ -100,7 +100,7 @@ impl<T: Payload> DurableQueue<T> {
         Self::from_arc(Arc::new(backend), opts)
     }
 
-    pub(crate) fn from_arc(
+    pub(super) fn from_arc(
         backend: Arc<dyn DurableBackend>,
         opts: QueueOptions,
     ) -> Result<Self, DurableError> {

@@ -79,7 +79,7 @@ impl RedisOptions {
 }
 
 /// One queue's connection pool and key names.
-pub(crate) struct RedisClient {
+pub(super) struct RedisClient {
     client: redis::Client,
     pub(super) name: String,
     /// `due`, `lease`, `data`, `meta`, `wake`, `dead`, `cfg`: KEYS[1..=7]
