@@ -342,10 +342,10 @@ impl std::error::Error for DurableError {}
 /// reschedule with the same token within it answers as the first did, so a
 /// retry after a lost reply does not report a lost lease. Well past the
 /// retry window of one operation (2 s by default).
-pub(crate) const RECEIPT_MS: u64 = 30_000;
+pub(super) const RECEIPT_MS: u64 = 30_000;
 
 /// Whole milliseconds of `d`, rounded up so that a deadline is never early.
-pub(crate) fn ceil_ms(d: Duration) -> u64 {
+pub(super) fn ceil_ms(d: Duration) -> u64 {
     let ms = d.as_millis();
     let ms = if d.subsec_nanos() % 1_000_000 != 0 {
         ms + 1
@@ -357,4 +357,4 @@ pub(crate) fn ceil_ms(d: Duration) -> u64 {
 
 /// The largest delay or time the durable API stores, in ms (about 285,000
 /// years): keeps every score exact in an IEEE double (Redis zset scores).
-pub(crate) const MAX_MS: u64 = 1 << 53;
+pub(super) const MAX_MS: u64 = 1 << 53;

@@ -40,7 +40,7 @@ struct Meta {
 }
 
 impl<T> Delivery<T> {
-    pub(crate) fn new(
+    pub(super) fn new(
         claimed: Claimed,
         value: T,
         kind: &str,
@@ -131,11 +131,11 @@ impl<T> Delivery<T> {
         self.lease.cell.lost()
     }
 
-    pub(crate) fn lease_cell(&self) -> Arc<super::leases::LeaseCell> {
+    pub(super) fn lease_cell(&self) -> Arc<super::leases::LeaseCell> {
         self.lease.cell.clone()
     }
 
-    pub(crate) fn repeat(&self) -> Option<Repeat> {
+    pub(super) fn repeat(&self) -> Option<Repeat> {
         self.repeat
     }
 
@@ -175,7 +175,7 @@ impl<T> Delivery<T> {
 
     /// Gives the item back, due again after `delay`, without counting this
     /// claim as an attempt (see [`Nack::Defer`]).
-    pub(crate) fn defer(mut self, delay: Duration) -> Result<(), DurableError> {
+    pub(super) fn defer(mut self, delay: Duration) -> Result<(), DurableError> {
         let held = self.settle(|b, id, token| b.nack(id, token, Nack::Defer(delay)))?;
         self.held(held)
     }
@@ -207,7 +207,7 @@ impl<T> Delivery<T> {
 
     /// Acks this occurrence and puts the item back at its next one, in one
     /// atomic step: `Ok(next due ms)`.
-    pub(crate) fn reschedule(mut self, repeat: Repeat) -> Result<u64, DurableError> {
+    pub(super) fn reschedule(mut self, repeat: Repeat) -> Result<u64, DurableError> {
         let next = self.settle(|b, id, token| b.ack_and_reschedule(id, token, repeat))?;
         self.held(next.is_some())?;
         Ok(next.expect("held"))
@@ -256,6 +256,6 @@ impl<T: fmt::Debug> fmt::Debug for Delivery<T> {
     }
 }
 
-pub(crate) fn ms_to_time(ms: u64) -> SystemTime {
+pub(super) fn ms_to_time(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }

@@ -117,10 +117,10 @@ int_payload!(u64, i64, u32);
 
 /// A decoded envelope: borrowed from the stored bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Envelope<'a> {
-    pub(crate) kind: &'a str,
-    pub(crate) repeat: Option<Repeat>,
-    pub(crate) payload: &'a [u8],
+pub(super) struct Envelope<'a> {
+    pub(super) kind: &'a str,
+    pub(super) repeat: Option<Repeat>,
+    pub(super) payload: &'a [u8],
 }
 
 /// Builds the stored bytes of an item.
@@ -128,7 +128,7 @@ pub(crate) struct Envelope<'a> {
 /// # Errors
 ///
 /// [`DurableError::Config`] when `kind` is longer than 255 bytes.
-pub(crate) fn seal<T: Payload>(
+pub(super) fn seal<T: Payload>(
     kind: &str,
     repeat: Option<Repeat>,
     value: &T,
@@ -159,7 +159,7 @@ pub(crate) fn seal<T: Payload>(
 /// # Errors
 ///
 /// [`DurableError::Format`] for another version or truncated bytes.
-pub(crate) fn open(bytes: &[u8]) -> Result<Envelope<'_>, DurableError> {
+pub(super) fn open(bytes: &[u8]) -> Result<Envelope<'_>, DurableError> {
     let bad = |why: &str| DurableError::Format(format!("envelope: {why}"));
     let (&version, rest) = bytes.split_first().ok_or_else(|| bad("empty"))?;
     if version != VERSION {
@@ -195,19 +195,19 @@ pub(crate) fn open(bytes: &[u8]) -> Result<Envelope<'_>, DurableError> {
 }
 
 /// Decodes a payload, naming the item on failure.
-pub(crate) fn decode<T: Payload>(id: &str, payload: &[u8]) -> Result<T, DurableError> {
+pub(super) fn decode<T: Payload>(id: &str, payload: &[u8]) -> Result<T, DurableError> {
     T::decode(payload).map_err(|why| DurableError::Format(format!("item {id:?}: {why}")))
 }
 
 /// Makes fixed-width, time-ordered ids: 12 hex digits of Unix ms, 8 of a
 /// per-process sequence, 8 of a per-process random tag. Within one process
 /// they sort in creation order, so equal deadlines come out FIFO.
-pub(crate) struct IdGen {
+pub(super) struct IdGen {
     tag: u32,
 }
 
 impl IdGen {
-    pub(crate) fn new() -> Self {
+    pub(super) fn new() -> Self {
         use std::hash::{BuildHasher, Hasher};
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
         h.write_u32(std::process::id());
@@ -222,7 +222,7 @@ impl IdGen {
         }
     }
 
-    pub(crate) fn next(&self) -> String {
+    pub(super) fn next(&self) -> String {
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()

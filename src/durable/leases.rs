@@ -22,15 +22,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use crate::base::sync::{Condvar, Mutex};
 
 use super::backend::{DurableBackend, Nack};
 
 /// One handed-out lease.
 #[derive(Debug)]
-pub(crate) struct LeaseCell {
-    pub(crate) id: String,
-    pub(crate) token: u64,
+pub(super) struct LeaseCell {
+    pub(super) id: String,
+    pub(super) token: u64,
     lost: AtomicBool,
     /// The lease length heartbeats renew to, in ms (a holder's `extend`
     /// can change it).
@@ -38,21 +38,21 @@ pub(crate) struct LeaseCell {
 }
 
 impl LeaseCell {
-    pub(crate) fn lost(&self) -> bool {
+    pub(super) fn lost(&self) -> bool {
         self.lost.load(Ordering::Acquire)
     }
 
-    pub(crate) fn mark_lost(&self) {
+    pub(super) fn mark_lost(&self) {
         self.lost.store(true, Ordering::Release);
     }
 
-    pub(crate) fn set_lease(&self, lease: Duration) {
+    pub(super) fn set_lease(&self, lease: Duration) {
         self.lease_ms
             .store(super::backend::ceil_ms(lease), Ordering::Relaxed);
     }
 }
 
-pub(crate) struct Leases {
+pub(super) struct Leases {
     backend: Arc<dyn DurableBackend>,
     lease: Duration,
     state: Mutex<State>,
@@ -70,13 +70,13 @@ struct State {
 /// A registered lease: settle it with [`Leases::settle`] or
 /// [`Leases::release`].
 #[derive(Debug)]
-pub(crate) struct LeaseRef {
+pub(super) struct LeaseRef {
     key: u64,
-    pub(crate) cell: Arc<LeaseCell>,
+    pub(super) cell: Arc<LeaseCell>,
 }
 
 impl Leases {
-    pub(crate) fn new(backend: Arc<dyn DurableBackend>, lease: Duration) -> Arc<Self> {
+    pub(super) fn new(backend: Arc<dyn DurableBackend>, lease: Duration) -> Arc<Self> {
         Arc::new(Leases {
             backend,
             lease,
@@ -85,12 +85,12 @@ impl Leases {
         })
     }
 
-    pub(crate) fn backend(&self) -> &Arc<dyn DurableBackend> {
+    pub(super) fn backend(&self) -> &Arc<dyn DurableBackend> {
         &self.backend
     }
 
     /// Starts heartbeating (id, token).
-    pub(crate) fn register(self: &Arc<Self>, id: String, token: u64) -> LeaseRef {
+    pub(super) fn register(self: &Arc<Self>, id: String, token: u64) -> LeaseRef {
         let cell = Arc::new(LeaseCell {
             id,
             token,
@@ -106,13 +106,13 @@ impl Leases {
     }
 
     /// Stops heartbeating: the holder acked, nacked or rescheduled.
-    pub(crate) fn settle(&self, lease: &LeaseRef) {
+    pub(super) fn settle(&self, lease: &LeaseRef) {
         self.state.lock().live.remove(&lease.key);
     }
 
     /// Stops heartbeating and gives the item back at once, from the
     /// heartbeat thread (no I/O on the caller's thread).
-    pub(crate) fn release(self: &Arc<Self>, lease: &LeaseRef) {
+    pub(super) fn release(self: &Arc<Self>, lease: &LeaseRef) {
         let mut s = self.state.lock();
         if let Some(cell) = s.live.remove(&lease.key) {
             s.release.push(cell);
@@ -122,7 +122,7 @@ impl Leases {
     }
 
     /// How many leases are live (handed out, unsettled).
-    pub(crate) fn live(&self) -> usize {
+    pub(super) fn live(&self) -> usize {
         self.state.lock().live.len()
     }
 
@@ -159,7 +159,7 @@ impl Leases {
     }
 
     /// Re-plans the next beat after a lease length changed.
-    pub(crate) fn retick(&self) {
+    pub(super) fn retick(&self) {
         let _s = self.state.lock();
         self.cv.notify_one();
     }

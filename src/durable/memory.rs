@@ -19,7 +19,7 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use parking_lot::{Condvar, Mutex};
+use crate::base::sync::{Condvar, Mutex, MutexGuard};
 
 use super::backend::{
     ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,
@@ -201,7 +201,7 @@ impl MemoryBackend {
         }
     }
 
-    fn lock(&self) -> (parking_lot::MutexGuard<'_, State>, u64) {
+    fn lock(&self) -> (MutexGuard<'_, State>, u64) {
         // Read the time under the lock, so operations are ordered by it.
         let state = self.inner.state.lock();
         let now = self.now();
@@ -477,7 +477,7 @@ impl DurableBackend for MemoryBackend {
             }
             match until {
                 Some(until) => {
-                    if self.inner.woken.wait_until(&mut s, until).timed_out() {
+                    if self.inner.woken.wait_until(&mut s, until) {
                         return Ok(false);
                     }
                 }

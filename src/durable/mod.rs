@@ -49,36 +49,33 @@
 mod backend;
 mod delivery;
 mod envelope;
+mod job;
 mod leases;
 mod memory;
+mod options;
 mod pool;
 mod pool_builder;
 mod queue;
 #[cfg(feature = "redis")]
-mod redis_backend;
-#[cfg(feature = "redis")]
-mod redis_checks;
-#[cfg(feature = "redis")]
-mod redis_client;
+mod redis;
 mod runner;
-#[cfg(feature = "redis")]
-mod scripts;
+// crate-visible for `internals::DurableTaker` (the loom models).
 pub(crate) mod taker;
 
+#[cfg(feature = "redis")]
+pub use self::redis::{RedisBackend, RedisOptions};
 pub use backend::{
     Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put, PutMode,
     Repeat, When,
 };
 pub use delivery::Delivery;
 pub use envelope::Payload;
+pub use job::{HandlerError, JobInfo};
 pub use memory::MemoryBackend;
-pub use pool::{DurablePool, DurableStats, HandlerError, JobInfo};
+pub use options::QueueOptions;
+pub use pool::{DurablePool, DurableStats};
 pub use pool_builder::DurablePoolBuilder;
-pub use queue::{DeadLetter, DurableQueue, QueueOptions, Removed};
-#[cfg(feature = "redis")]
-pub use redis_backend::RedisBackend;
-#[cfg(feature = "redis")]
-pub use redis_client::RedisOptions;
+pub use queue::{DeadLetter, DurableQueue, Removed};
 
 /// A [`DurableQueue`] on Redis (feature `redis`).
 #[cfg(feature = "redis")]

@@ -5,65 +5,19 @@
 //! every process registers the handlers of the kinds it runs, at build time.
 //!
 //! This file is the public face: scheduling, cancel, counters, idleness and
-//! shutdown. The builder is `pool_builder.rs`; the workers and how a run
-//! settles its item, `runner.rs` (with the invariants).
+//! shutdown. The builder (and `DurablePool::builder`) is `pool_builder.rs`;
+//! the workers and how a run settles its item, `runner.rs` (with the
+//! invariants); what a handler sees, `job.rs`. Imports go one way:
+//! `pool_builder` → `pool` → `runner` → `job`.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use super::backend::{Counts, DurableBackend, DurableError, Put, PutMode, Repeat, When};
+use super::backend::{Counts, DurableError, Put, PutMode, Repeat, When};
 use super::envelope::{self, Payload};
-use super::leases::LeaseCell;
-use super::pool_builder::DurablePoolBuilder;
-use super::queue::QueueOptions;
 use super::runner::Inner;
-
-/// What a handler returns on failure: any error. The item is retried with
-/// backoff, then dead-lettered.
-pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
-
-/// What a handler knows about the run it is in.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct JobInfo {
-    /// The item's id.
-    pub id: String,
-    /// Its kind (the handler's name).
-    pub kind: String,
-    /// Which claim this is: 1 on the first run, higher on retries and
-    /// redeliveries.
-    pub attempt: u32,
-    /// The fencing token of this claim: record it with the side effect to
-    /// make the effect conditional.
-    pub token: u64,
-    /// The occurrence's scheduled time by the store's clock (for a periodic
-    /// chain, the occurrence this run is for).
-    pub deadline_ms: u64,
-    /// The store's clock at this claim (ms since the Unix epoch): never
-    /// before `deadline_ms`.
-    pub claimed_ms: u64,
-    /// How late the claim was by the store's clock.
-    pub lateness: Duration,
-    pub(super) lease: Arc<LeaseCell>,
-}
-
-impl JobInfo {
-    /// True once the store refused to extend this run's lease: it was
-    /// cancelled, replaced by a new put, or its lease expired (this process
-    /// stalled) and another holder may be running it. A long handler can
-    /// check it between steps and stop early; its ack will fail anyway.
-    pub fn lease_lost(&self) -> bool {
-        self.lease.lost()
-    }
-
-    /// [`deadline_ms`](Self::deadline_ms) as a `SystemTime`.
-    pub fn deadline(&self) -> SystemTime {
-        super::delivery::ms_to_time(self.deadline_ms)
-    }
-}
 
 /// Counters of a [`DurablePool`] (this process only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -93,21 +47,6 @@ pub struct DurablePool {
 }
 
 impl DurablePool {
-    /// A builder for a pool on `backend`.
-    pub fn builder(backend: impl DurableBackend) -> DurablePoolBuilder {
-        DurablePoolBuilder {
-            backend: Arc::new(backend),
-            threads: num_cpus::get(),
-            name: "schedpool-durable".into(),
-            opts: QueueOptions {
-                max_attempts: 5,
-                ..QueueOptions::default()
-            },
-            backoff: (Duration::from_secs(1), Duration::from_secs(300)),
-            handlers: HashMap::new(),
-        }
-    }
-
     /// Schedules a one-shot run of `kind` on `value` under `id`, `delay`
     /// after the store's now; re-scheduling an id replaces it (and fences a
     /// current holder).
@@ -310,7 +249,9 @@ impl DurablePool {
                 return false;
             }
             let mut s = self.inner.state.lock();
-            self.inner.cv.wait_for(&mut s, Duration::from_millis(2));
+            self.inner
+                .cv
+                .wait_until(&mut s, Instant::now() + Duration::from_millis(2));
         }
     }
 

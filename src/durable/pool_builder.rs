@@ -6,23 +6,45 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use crate::base::sync::{Condvar, Mutex};
 
 use super::backend::{DurableBackend, DurableError};
 use super::envelope::{self, Payload};
-use super::pool::{DurablePool, HandlerError, JobInfo};
-use super::queue::QueueOptions;
+use super::job::{HandlerError, JobInfo};
+use super::options::QueueOptions;
+use super::pool::DurablePool;
 use super::runner::{Counters, Handler, Inner, State};
 use super::taker::Taker;
 
+// ===== impl DurablePool =====
+
+impl DurablePool {
+    /// A builder for a pool on `backend`.
+    pub fn builder(backend: impl DurableBackend) -> DurablePoolBuilder {
+        DurablePoolBuilder {
+            backend: Arc::new(backend),
+            threads: num_cpus::get(),
+            name: "schedpool-durable".into(),
+            opts: QueueOptions {
+                max_attempts: 5,
+                ..QueueOptions::default()
+            },
+            backoff: (Duration::from_secs(1), Duration::from_secs(300)),
+            handlers: HashMap::new(),
+        }
+    }
+}
+
+// ===== impl DurablePoolBuilder =====
+
 /// Configures a [`DurablePool`]; from [`DurablePool::builder`].
 pub struct DurablePoolBuilder {
-    pub(super) backend: Arc<dyn DurableBackend>,
-    pub(super) threads: usize,
-    pub(super) name: String,
-    pub(super) opts: QueueOptions,
-    pub(super) backoff: (Duration, Duration),
-    pub(super) handlers: HashMap<String, Handler>,
+    backend: Arc<dyn DurableBackend>,
+    threads: usize,
+    name: String,
+    opts: QueueOptions,
+    backoff: (Duration, Duration),
+    handlers: HashMap<String, Handler>,
 }
 
 impl DurablePoolBuilder {

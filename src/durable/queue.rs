@@ -14,45 +14,8 @@ use std::time::{Duration, Instant, SystemTime};
 use super::backend::{Counts, DurableBackend, DurableError, Nack, Put, PutMode, When};
 use super::delivery::{ms_to_time, Delivery};
 use super::envelope::{self, IdGen, Payload};
+use super::options::QueueOptions;
 use super::taker::Taker;
-
-/// Settings of a durable queue or pool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueOptions {
-    /// How long a claim holds an item before another consumer may take it
-    /// (default 30 s). Heartbeats renew it every third of this while the
-    /// [`Delivery`] is alive, so it bounds how late an item held by a
-    /// killed process comes back, not how long a handler may run.
-    pub lease: Duration,
-    /// The longest a consumer sleeps without asking the store (default
-    /// 5 s): the bound on lateness after a lost wake-up.
-    pub max_block: Duration,
-    /// Claims after which an item whose lease expires is dead-lettered
-    /// instead of redelivered; 0 (the default) means no limit.
-    pub max_attempts: u32,
-}
-
-impl Default for QueueOptions {
-    fn default() -> Self {
-        QueueOptions {
-            lease: Duration::from_secs(30),
-            max_block: Duration::from_secs(5),
-            max_attempts: 0,
-        }
-    }
-}
-
-impl QueueOptions {
-    pub(crate) fn check(&self) -> Result<(), DurableError> {
-        if self.lease < Duration::from_millis(3) {
-            return Err(DurableError::Config("lease must be at least 3 ms".into()));
-        }
-        if self.max_block.is_zero() {
-            return Err(DurableError::Config("max_block must be positive".into()));
-        }
-        Ok(())
-    }
-}
 
 /// A dead-lettered item: its id, and its value (or why it did not decode).
 pub type DeadLetter<T> = (String, Result<T, DurableError>);
@@ -137,7 +100,7 @@ impl<T: Payload> DurableQueue<T> {
         Self::from_arc(Arc::new(backend), opts)
     }
 
-    pub(crate) fn from_arc(
+    pub(super) fn from_arc(
         backend: Arc<dyn DurableBackend>,
         opts: QueueOptions,
     ) -> Result<Self, DurableError> {

@@ -19,12 +19,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use crate::base::sync::{Condvar, Mutex};
 
 use super::backend::{Claimed, DurableError};
 use super::delivery::Delivery;
 use super::envelope;
-use super::pool::{HandlerError, JobInfo};
+use super::job::{HandlerError, JobInfo};
 use super::taker::Taker;
 
 pub(super) type Handler = Box<dyn Fn(&[u8], &JobInfo) -> Result<(), HandlerError> + Send + Sync>;

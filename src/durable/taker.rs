@@ -30,11 +30,13 @@ use crate::base::sync::{Condvar, Mutex};
 
 use super::backend::{Claimed, DurableBackend, DurableError, Nack};
 use super::leases::Leases;
-use super::queue::QueueOptions;
+use super::options::QueueOptions;
 
+/// `pub(crate)` (with `new`, `take` and `close`) only for
+/// `crate::internals::DurableTaker`, which the loom models drive.
 pub(crate) struct Taker {
-    pub(crate) opts: QueueOptions,
-    pub(crate) leases: Arc<Leases>,
+    pub(super) opts: QueueOptions,
+    pub(super) leases: Arc<Leases>,
     local: Mutex<Local>,
     cv: Condvar,
 }
@@ -68,7 +70,7 @@ impl Taker {
         }
     }
 
-    pub(crate) fn backend(&self) -> &Arc<dyn DurableBackend> {
+    pub(super) fn backend(&self) -> &Arc<dyn DurableBackend> {
         self.leases.backend()
     }
 
@@ -224,13 +226,13 @@ impl Taker {
         self.release_now(items);
     }
 
-    pub(crate) fn is_closed(&self) -> bool {
+    pub(super) fn is_closed(&self) -> bool {
         self.local.lock().closed
     }
 
     /// Closes, then returns the ids of every item claimed but not handed
     /// out, once they are all released (for `shutdown_now`).
-    pub(crate) fn close_and_list(&self) -> Vec<String> {
+    pub(super) fn close_and_list(&self) -> Vec<String> {
         self.close();
         // A leader turn in progress may still bring claimed items, which
         // it releases itself once it sees `closed`: wait for that turn to

@@ -58,7 +58,7 @@ local function holds(id, token)
 end
 "#;
 
-use super::backend::RECEIPT_MS;
+use crate::durable::backend::RECEIPT_MS;
 
 fn script(flags: &str, body: &str) -> String {
     let prelude = PRELUDE.replace("RECEIPT_MS", &RECEIPT_MS.to_string());
@@ -67,7 +67,7 @@ fn script(flags: &str, body: &str) -> String {
 
 /// ARGV: id, mode ("replace" | "if_absent"), when ("after" | "at"), ms, envelope.
 /// Returns {status, deadline}: status 1 inserted, 2 replaced, 0 exists.
-pub(crate) fn put() -> String {
+pub(super) fn put() -> String {
     script(
         "",
         r#"
@@ -91,7 +91,7 @@ if live then return {2, deadline} else return {1, deadline} end
 
 /// ARGV: lease ms, max, max_attempts (0: no limit).
 /// Returns {now, wait (-1: empty), id1, token1, attempt1, deadline1, due1, envelope1, ...}.
-pub(crate) fn claim() -> String {
+pub(super) fn claim() -> String {
     script(
         " flags=allow-oom",
         r#"
@@ -154,7 +154,7 @@ return out
 }
 
 /// ARGV: lease ms, id1, token1, id2, token2, ... Returns {1|0, ...}.
-pub(crate) fn extend() -> String {
+pub(super) fn extend() -> String {
     script(
         " flags=allow-oom",
         r#"
@@ -176,7 +176,7 @@ return out
 /// ARGV: id, token. KEYS[8]: the item's receipt key. Returns 1 when acked
 /// (now, or by an earlier attempt with this token), 0 when the token no
 /// longer holds it.
-pub(crate) fn ack() -> String {
+pub(super) fn ack() -> String {
     script(
         " flags=allow-oom",
         r#"
@@ -193,7 +193,7 @@ return 1
 
 /// ARGV: id, token, "retry" | "dead" | "release" | "defer", delay ms.
 /// Returns 1, or 0 when the token does not hold it.
-pub(crate) fn nack() -> String {
+pub(super) fn nack() -> String {
     script(
         " flags=allow-oom",
         r#"
@@ -227,7 +227,7 @@ return 1
 }
 
 /// ARGV: id, token, "rate" | "delay", period ms. Returns the next due ms, or -1.
-pub(crate) fn ack_and_reschedule() -> String {
+pub(super) fn ack_and_reschedule() -> String {
     script(
         " flags=allow-oom",
         r#"
@@ -253,7 +253,7 @@ return nxt
 }
 
 /// ARGV: id. Returns {1, envelope} pending, {2} in flight, {3, envelope} dead, {0} not found.
-pub(crate) fn cancel() -> String {
+pub(super) fn cancel() -> String {
     script(
         " flags=allow-oom",
         r#"

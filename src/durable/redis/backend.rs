@@ -1,6 +1,6 @@
 //! The Redis backend (feature `redis`): the `DurableBackend` over the
 //! scripts of `scripts.rs`, and cross-process wake-ups. Connections and
-//! retries are `redis_client.rs`; the checks at connect, `redis_checks.rs`.
+//! retries are `client.rs`; the checks at connect, `checks.rs`.
 //!
 //! Invariants:
 //!
@@ -18,16 +18,18 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crate::base::sync::{Condvar, Mutex};
 use redis::{Connection, RedisResult, Script, Value};
 
-use super::backend::{
+use super::client::{arg, bad_reply, bytes, int, RedisClient, RedisOptions};
+use super::scripts;
+use crate::durable::backend::{
     ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,
     PutMode, Repeat, When,
 };
-use super::redis_client::{arg, bad_reply, bytes, int, RedisClient, RedisOptions};
-use super::scripts;
-use super::{DurableQueue, Payload, QueueOptions};
+use crate::durable::envelope::Payload;
+use crate::durable::options::QueueOptions;
+use crate::durable::queue::DurableQueue;
 
 /// The most items one claim script leases.
 const MAX_CLAIM: usize = 100;
@@ -44,7 +46,7 @@ pub struct RedisBackend {
     in_wait: AtomicBool,
     unblock_pending: AtomicBool,
     /// Where a short wait sleeps locally (see `wait`); `unblock` signals it.
-    nap: (Mutex<()>, parking_lot::Condvar),
+    nap: (Mutex<()>, Condvar),
     /// How late Redis may time out a blocked command: one `serverCron`
     /// period (1000 / `hz` ms) plus a margin, read at connect.
     timer_slack: Duration,
@@ -92,7 +94,7 @@ impl RedisBackend {
             blocking_id: AtomicI64::new(0),
             in_wait: AtomicBool::new(false),
             unblock_pending: AtomicBool::new(false),
-            nap: (Mutex::new(()), parking_lot::Condvar::new()),
+            nap: (Mutex::new(()), Condvar::new()),
             timer_slack,
             scripts: Scripts {
                 put: Script::new(&scripts::put()),
@@ -141,7 +143,7 @@ impl DurableBackend for RedisBackend {
         };
         let (how, ms) = match when {
             When::After(d) => ("after", ceil_ms(d)),
-            When::AtServerMs(at) => ("at", at.min(super::backend::MAX_MS)),
+            When::AtServerMs(at) => ("at", at.min(crate::durable::backend::MAX_MS)),
         };
         // WAIT covers the writes of the connection it runs on, so it runs
         // right after the put, on the same connection.

@@ -15,10 +15,10 @@
 
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crate::base::sync::Mutex;
 use redis::{Connection, RedisError, RedisResult, Script, Value};
 
-use super::backend::DurableError;
+use crate::durable::backend::DurableError;
 
 /// The budget of the one attempt an idempotent call gets past its
 /// `op_timeout` when its only attempt failed (see `run`).
@@ -79,7 +79,7 @@ impl RedisOptions {
 }
 
 /// One queue's connection pool and key names.
-pub(crate) struct RedisClient {
+pub(super) struct RedisClient {
     client: redis::Client,
     pub(super) name: String,
     /// `due`, `lease`, `data`, `meta`, `wake`, `dead`, `cfg`: KEYS[1..=7]

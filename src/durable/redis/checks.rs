@@ -8,8 +8,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::backend::DurableError;
-use super::redis_client::RedisClient;
+use super::client::RedisClient;
+use crate::durable::backend::DurableError;
 
 /// The format version this build writes to a queue's `cfg` hash.
 const FORMAT_VERSION: &str = "1";
