@@ -2,7 +2,9 @@
 //!
 //! A scheduled thread pool and a delay queue: Java's
 //! `ScheduledThreadPoolExecutor` and `DelayQueue`, ported with their
-//! semantics, plus O(log n) cancel that retains nothing, async handles and a
+//! semantics, plus a cancel that drops the closure at once and takes a
+//! pending task out of the queue in O(log n) (see
+//! [`ScheduledHandle::cancel`] for the exact rule), async handles and a
 //! virtual clock for tests.
 //!
 //! ```

@@ -33,8 +33,9 @@ use crate::task::ptr::TaskPtr;
 ///   previous one ended. A periodic task never overlaps itself.
 /// - A task that panics does not kill its worker; its handle reports the
 ///   panic, and a periodic task that panics runs no more.
-/// - `cancel` removes a task from the queue in O(log n) and drops its
-///   closure at once.
+/// - `cancel` drops a task's closure at once and takes a pending task out of
+///   the queue at once, in O(log n) (a task already due is marked and freed
+///   when the workers reach it; see [`ScheduledHandle::cancel`]).
 ///
 /// `Clone + Send + Sync`: clones share the pool. Dropping the last clone
 /// shuts it down as [`shutdown`](Self::shutdown) does, without blocking.
@@ -56,10 +57,12 @@ use crate::task::ptr::TaskPtr;
 ///
 /// # Implementation
 ///
-/// An array binary heap of tasks ordered by `(deadline, sequence)`, each task
-/// recording its own heap index (Java's `DelayedWorkQueue`), and workers that
-/// wait on it with the leader/follower protocol: only one sleeps with a
-/// timeout. See `docs/design.md`.
+/// Java's `DelayedWorkQueue`, as a merge ordered by `(deadline, sequence)`
+/// of an array 4-ary heap whose tasks record their own positions, a FIFO lane
+/// for tasks due at submission, a wheel of 16.4 µs slots for one-shot tasks
+/// due within ~16.8 ms, and a batch of due tasks workers take without the
+/// pool lock; and workers that wait on it with the leader/follower protocol:
+/// only one sleeps with a timeout. See `docs/design.md`.
 #[derive(Clone)]
 pub struct ScheduledThreadPool {
     inner: Arc<Owner>,

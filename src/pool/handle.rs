@@ -120,9 +120,16 @@ impl<T: 'static> ScheduledHandle<T> {
     /// Cancels the task. Returns true only if this call cancelled it: false
     /// if it had already completed, panicked or been cancelled.
     ///
-    /// A queued task leaves the queue at once, in O(log n), and its closure
-    /// is dropped (unless the pool was built with `remove_on_cancel(false)`,
-    /// Java's default, which leaves it queued until its deadline). A running
+    /// A queued task's closure is dropped at once, and it no longer counts
+    /// in [`queue_len`](crate::ScheduledThreadPool::queue_len). Its entry
+    /// leaves the queue at once if it is pending: in O(log n) from the
+    /// heap, in O(1) from the near-future wheel's slots (one-shot tasks due
+    /// within ~16.8 ms). A task that is already due (in the due lane, or in
+    /// the wheel's sorted run) is marked instead: its 16-byte entry and the
+    /// task's header stay until the workers reach it, which on the real
+    /// clock is at once unless every worker is busy. Built with
+    /// `remove_on_cancel(false)` (Java's default), the pool leaves a
+    /// cancelled task queued, closure and all, until its deadline. A running
     /// task finishes its current run, but its handle reports cancelled at
     /// once and a periodic task runs no more.
     pub fn cancel(&self) -> bool {
