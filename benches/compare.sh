@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs the workloads W1–W8 of the "Performance" issue on the three schedulers
+# Runs the workloads W1–W9 of the "Performance" issue, and W4L and W9L (W4 and W9
+# while two busy loops hold both cores), on the three schedulers
 #   schedpool              (this crate)                 benches/workloads.rs
 #   scheduled-thread-pool  (crates.io, 0.2)             benches/workloads.rs
 #   jdk17-stpe             (JDK 17 ScheduledThreadPoolExecutor, 2 threads,
 #                           removeOnCancel)               benches/jdk/StpeBench.java
+#                           (W1–W8 only: with --only naming none of them, the JDK is skipped)
 # N times each (one process per scheduler and run, the order rotated every run),
 # then prints ONE table (median [min..max] over the runs) and writes
 #   target/bench-results/summary.csv   workload,metric,unit,impl,runs,median,min,max
@@ -14,6 +16,7 @@
 # usage: benches/compare.sh [-n RUNS] [--quick] [--only W1,W4,...] [--criterion]
 #                           [--no-jdk] [--no-charts] [--img DIR]
 #   -n RUNS       runs per scheduler (default 3)
+#   --only LIST   workloads, e.g. W4,W9,W4L,W9L (default all)
 #   --quick       SCHEDPOOL_BENCH_QUICK=1: scaled-down smoke run (seconds); results go
 #                 to target/bench-results/quick/ and charts there too, not to docs/img
 #   --criterion   afterwards also run the criterion bench `peer_compare` (adds ~3–4 min)
@@ -38,10 +41,15 @@ while [ $# -gt 0 ]; do
         --no-jdk) JDK=0; shift ;;
         --no-charts) CHARTS=0; shift ;;
         --img) IMG_DIR="$2"; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
+
+# The JDK side has W1–W8 only.
+if [ -n "$ONLY" ] && ! echo ",$ONLY," | tr 'a-z' 'A-Z' | grep -qE ',W[1-8],'; then
+    JDK=0
+fi
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -176,9 +184,10 @@ print_table() {
             printf "%-4s %-17s %-8s", "work", "metric", "unit"
             for (i = 1; i <= ni; i++) printf " %28s", im[i]
             printf " %8s %8s\n", "sp/stp", "sp/jdk"
-            for (w = 1; w <= 8; w++) for (j = 1; j <= nk; j++) {
+            nw = split("W1 W2 W3 W4 W5 W6 W7 W8 W9 W4L W9L", ws, " ")
+            for (w = 1; w <= nw; w++) for (j = 1; j <= nk; j++) {
                 split(ks[j], f, ",")
-                if (f[1] != "W" w) continue
+                if (f[1] != ws[w]) continue
                 k = ks[j]
                 printf "%-4s %-17s %-8s", f[1], f[2], f[3]
                 for (i = 1; i <= ni; i++) {

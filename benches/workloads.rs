@@ -1,5 +1,5 @@
-//! One-shot measurements W1–W8 of the "Performance" issue, on `schedpool` and on
-//! the `scheduled-thread-pool` crate (the same tasks, the same seeded delays and
+//! One-shot measurements W1–W9 of the "Performance" issue (and W4L, W9L: W4
+//! and W9 under load), on `schedpool` and on the `scheduled-thread-pool` crate (the same tasks, the same seeded delays and
 //! cancel order). `harness = false`: prints a table and writes the raw numbers to
 //! `target/bench-results/` (CSV + JSON; W4 lateness samples under `raw/`).
 //!
@@ -26,13 +26,19 @@
 //! | W6 | 1M pending tasks                                       | heap bytes per task |
 //! | W7 | 2 producers × 500k tasks, delays 0–10 ms, pool running | tasks/s |
 //! | W8 | cancel cost with 1k, 10k, 100k, 1M pending             | ns per cancel |
+//! | W9 | 2 producers × 250k timeouts/s for 2 s, delays 5–15 ms, 90 % cancelled 0–4 ms later | caller ns per schedule+cancel; CPU of all threads; fired; closure lifetime |
+//! | W4L | W4 while two busy-loop processes hold both cores       | p50, p99, p99.9, max µs |
+//! | W9L | W9 under the same load                                 | as W9 |
+//!
+//! `--burn` makes the binary a busy loop until killed (the load of W4L and W9L).
 
 #[path = "common/mod.rs"]
 mod common;
 
 use common::*;
+use crossbeam_utils::CachePadded;
 use std::io::Write;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -57,7 +63,7 @@ fn parse_args() -> Args {
     let mut it = std::env::args().skip(1);
     while let Some(x) = it.next() {
         match x.as_str() {
-            "--bench" | "--nocapture" => {}
+            "--bench" | "--nocapture" | "--burn" => {}
             "--probe" => {
                 // For compare.sh, around the JDK's runs: one number, ns.
                 println!("{:.1}", line_transfer_ns());
@@ -272,7 +278,7 @@ fn w3<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
 }
 
 /// W4: lateness (start − deadline) of one-shot tasks with delays in [0, 1 s).
-fn w4<P: BenchPool>(p: &Params, run: u32, rows: &mut Vec<Row>) {
+fn w4<P: BenchPool>(p: &Params, run: u32, label: &str, rows: &mut Vec<Row>) {
     struct St {
         late: Vec<AtomicI64>,
         latch: &'static Latch,
@@ -295,7 +301,7 @@ fn w4<P: BenchPool>(p: &Params, run: u32, rows: &mut Vec<Row>) {
     let ok = st.latch.wait(p.w4_window + Duration::from_secs(30));
     pool.teardown();
     if !ok {
-        eprintln!("{}: W4 timed out", P::NAME);
+        eprintln!("{}: {label} timed out", P::NAME);
     }
     let mut v: Vec<i64> = st
         .late
@@ -307,7 +313,7 @@ fn w4<P: BenchPool>(p: &Params, run: u32, rows: &mut Vec<Row>) {
     let early = v.iter().filter(|&&x| x < 0).count();
     if early > 0 {
         eprintln!(
-            "{}: W4: {} task(s) started BEFORE their deadline",
+            "{}: {label}: {} task(s) started BEFORE their deadline",
             P::NAME,
             early
         );
@@ -315,21 +321,24 @@ fn w4<P: BenchPool>(p: &Params, run: u32, rows: &mut Vec<Row>) {
     // raw samples for the lateness chart
     let dir = results_dir().join("raw");
     let _ = std::fs::create_dir_all(&dir);
-    if let Ok(mut f) =
-        std::fs::File::create(dir.join(format!("w4-lateness-{}-r{}.csv", P::NAME, run)))
-    {
+    if let Ok(mut f) = std::fs::File::create(dir.join(format!(
+        "{}-lateness-{}-r{}.csv",
+        label.to_lowercase(),
+        P::NAME,
+        run
+    ))) {
         let _ = writeln!(f, "lateness_ns");
         for x in &v {
             let _ = writeln!(f, "{x}");
         }
     }
     let us = |x: i64| x as f64 / 1000.0;
-    rows.push(row(P::NAME, "W4", "p50", "us", us(percentile(&v, 50.0))));
-    rows.push(row(P::NAME, "W4", "p99", "us", us(percentile(&v, 99.0))));
-    rows.push(row(P::NAME, "W4", "p99.9", "us", us(percentile(&v, 99.9))));
+    rows.push(row(P::NAME, label, "p50", "us", us(percentile(&v, 50.0))));
+    rows.push(row(P::NAME, label, "p99", "us", us(percentile(&v, 99.0))));
+    rows.push(row(P::NAME, label, "p99.9", "us", us(percentile(&v, 99.9))));
     rows.push(row(
         P::NAME,
-        "W4",
+        label,
         "max",
         "us",
         us(v.last().copied().unwrap_or(0)),
@@ -530,7 +539,7 @@ fn run_all<P: BenchPool>(p: &Params, a: &Args, rows: &mut Vec<Row>) {
     }
     if a.wants("W4") {
         step("W4");
-        probed("W4", rows, &|rows| w4::<P>(p, a.run, rows));
+        probed("W4", rows, &|rows| w4::<P>(p, a.run, "W4", rows));
     }
     if a.wants("W5") {
         step("W5");
@@ -544,6 +553,542 @@ fn run_all<P: BenchPool>(p: &Params, a: &Args, rows: &mut Vec<Row>) {
         step("W8");
         w8::<P>(p, rows);
     }
+    if a.wants("W9") {
+        step("W9");
+        w9::<P>(p, "W9", rows);
+    }
+    // Under load: two busy loops at this process's priority, started before
+    // and killed after each workload (no placement probe: it needs idle CPUs).
+    if a.wants("W4L") {
+        step("W4L (2 burners)");
+        let burners = Burners::start(2);
+        w4::<P>(p, a.run, "W4L", rows);
+        rows.push(row(P::NAME, "W4L", "burners", "cores", burners.cores()));
+    }
+    if a.wants("W9L") {
+        step("W9L (2 burners)");
+        let burners = Burners::start(2);
+        w9::<P>(p, "W9L", rows);
+        rows.push(row(P::NAME, "W9L", "burners", "cores", burners.cores()));
+    }
+}
+
+// --------------------------------------------------------------------------
+// W9: timeouts (most cancelled before they fire), and the loaded variants
+// --------------------------------------------------------------------------
+
+/// This thread's CPU time, ns (`CLOCK_THREAD_CPUTIME_ID`).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// User + system CPU time of every thread of this process so far
+/// (`getrusage(RUSAGE_SELF)`; threads that exited included), ns.
+fn process_cpu_ns() -> u64 {
+    // SAFETY: `rusage` is plain data; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid `who` and a valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Busy-loop processes holding the CPUs (W4L, W9L): this binary again, in
+/// `--burn` mode, at the caller's priority. Killed by pid when dropped.
+struct Burners {
+    children: Vec<std::process::Child>,
+    started: Instant,
+    cpu0: u64,
+}
+
+impl Burners {
+    fn start(n: usize) -> Burners {
+        let exe = std::env::current_exe().expect("current_exe");
+        let children: Vec<_> = (0..n)
+            .map(|_| {
+                std::process::Command::new(&exe)
+                    .arg("--burn")
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .expect("spawn a burner")
+            })
+            .collect();
+        // Let them get going (and the scheduler see them as CPU-bound).
+        thread::sleep(Duration::from_millis(200));
+        let mut b = Burners {
+            children,
+            started: Instant::now(),
+            cpu0: 0,
+        };
+        b.cpu0 = b.cpu_ns();
+        b
+    }
+
+    /// The burners' CPU time so far, ns (`/proc/<pid>/stat` utime + stime).
+    fn cpu_ns(&self) -> u64 {
+        // SAFETY: sysconf has no preconditions.
+        let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        self.children
+            .iter()
+            .map(|c| {
+                let stat =
+                    std::fs::read_to_string(format!("/proc/{}/stat", c.id())).unwrap_or_default();
+                let ticks: u64 = stat
+                    .rsplit_once(')')
+                    .map(|(_, rest)| {
+                        rest.split_whitespace()
+                            .skip(11)
+                            .take(2)
+                            .filter_map(|f| f.parse::<u64>().ok())
+                            .sum()
+                    })
+                    .unwrap_or(0);
+                ticks * 1_000_000_000 / tck
+            })
+            .sum()
+    }
+
+    /// Cores' worth of CPU the burners got since they started.
+    fn cores(&self) -> f64 {
+        (self.cpu_ns() - self.cpu0) as f64 / self.started.elapsed().as_nanos() as f64
+    }
+}
+
+impl Drop for Burners {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill(); // SIGKILL to this child's pid
+            let _ = c.wait();
+        }
+    }
+}
+
+/// `--burn`: spin until killed.
+fn burn() -> ! {
+    let mut x = 0u64;
+    loop {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+}
+
+/// A sharded counter (each thread adds to its own line).
+struct Sharded([CachePadded<AtomicU64>; 16]);
+
+impl Sharded {
+    fn new() -> Sharded {
+        Sharded(std::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))))
+    }
+    #[inline]
+    fn add(&self, n: u64) {
+        thread_local! {
+            static SHARD: usize = {
+                static NEXT: AtomicU64 = AtomicU64::new(0);
+                NEXT.fetch_add(1, Ordering::Relaxed) as usize % 16
+            };
+        }
+        let i = SHARD.with(|s| *s);
+        self.0[i].fetch_add(n, Ordering::Relaxed);
+    }
+    fn sum(&self) -> u64 {
+        self.0.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// What W9's closures write (leaked; indexed by the task's global number).
+struct W9St {
+    base: Instant,
+    /// The task ran.
+    fired: Vec<AtomicBool>,
+    /// When a task whose cancel was planned ran, ns since `base` + 1.
+    fired_at: Vec<AtomicU64>,
+    /// When a sampled task's closure was dropped, ns since `base` + 1.
+    dropped_at: Vec<AtomicU64>,
+    /// Runs of tasks that are never cancelled.
+    fired_kept: CachePadded<AtomicU64>,
+    /// Closures dropped (run or not).
+    drops: Sharded,
+}
+
+impl W9St {
+    #[inline]
+    fn now(&self) -> u64 {
+        self.base.elapsed().as_nanos() as u64 + 1
+    }
+}
+
+const W9_CANCEL: u8 = 1;
+const W9_SAMPLED: u8 = 2;
+/// One cancel in this many records when it returned, and its closure when
+/// it was dropped (the closure lifetime's sample).
+const W9_SAMPLE_EVERY: usize = 8;
+
+/// Owned by each W9 closure: records the run and the drop.
+struct W9Guard {
+    st: &'static W9St,
+    idx: u32,
+    flags: u8,
+}
+
+impl W9Guard {
+    #[inline]
+    fn fire(&self) {
+        let st = self.st;
+        st.fired[self.idx as usize].store(true, Ordering::Relaxed);
+        if self.flags & W9_CANCEL != 0 {
+            st.fired_at[self.idx as usize].store(st.now(), Ordering::Relaxed);
+        } else {
+            st.fired_kept.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for W9Guard {
+    #[inline]
+    fn drop(&mut self) {
+        if self.flags & W9_SAMPLED != 0 {
+            self.st.dropped_at[self.idx as usize].store(self.st.now(), Ordering::Relaxed);
+        }
+        self.st.drops.add(1);
+    }
+}
+
+/// One producer's plan, drawn before the run.
+struct W9Plan {
+    /// Global number of its first task.
+    first: u32,
+    delay: Vec<Duration>,
+    flags: Vec<u8>,
+    /// (when to cancel, ns after the start; local task number), by time.
+    cancels: Vec<(u64, u32)>,
+}
+
+fn w9_plan(p: &Params, seed: u64, first: u32) -> W9Plan {
+    let n = (p.w9_rate as u128 * p.w9_duration.as_nanos() / 1_000_000_000) as usize;
+    let period = 1_000_000_000 / p.w9_rate;
+    let mut rng = Rng::new(seed);
+    let mut delay = Vec::with_capacity(n);
+    let mut flags = Vec::with_capacity(n);
+    let mut cancels = Vec::with_capacity(n);
+    let mut k = 0usize;
+    for i in 0..n {
+        delay.push(rng.duration(Duration::from_millis(5), Duration::from_millis(10)));
+        let cancel = rng.below(10) < 9;
+        let at = i as u64 * period + rng.below(4_000_000);
+        let mut f = 0;
+        if cancel {
+            f |= W9_CANCEL;
+            if k % W9_SAMPLE_EVERY == 0 {
+                f |= W9_SAMPLED;
+            }
+            k += 1;
+            cancels.push((at, i as u32));
+        }
+        flags.push(f);
+    }
+    cancels.sort_unstable();
+    W9Plan {
+        first,
+        delay,
+        flags,
+        cancels,
+    }
+}
+
+/// What one producer measured.
+#[derive(Default)]
+struct W9Out {
+    scheduled: u64,
+    cancelled: u64,
+    wall_sched: u64,
+    wall_cancel: u64,
+    cpu_sched: u64,
+    cpu_cancel: u64,
+    /// Worst lag of a burst's start behind the plan, ns.
+    max_lag: u64,
+    /// (global task, when its cancel returned, ns since base + 1).
+    returned: Vec<(u32, u64)>,
+    /// Local tasks whose cancel returned true.
+    cancel_ok: Vec<bool>,
+    /// Per burst: (first cancel position, cancel phase start, end), ns since base.
+    bursts: Vec<(u32, u64, u64)>,
+}
+
+/// The paced loop of one W9 producer: every burst schedules what the plan
+/// says is due by now, then cancels what is due by now (in cancel-time
+/// order, handles kept in a queue by task number), then sleeps.
+fn w9_producer<P: BenchPool>(pool: &P, plan: &W9Plan, st: &'static W9St, rate: u64) -> W9Out {
+    const QUANTUM: u64 = 200_000; // ns between bursts at least
+    let period = 1_000_000_000 / rate;
+    let n = plan.delay.len();
+    let m = plan.cancels.len();
+    let mut out = W9Out {
+        cancel_ok: vec![false; n],
+        returned: Vec::with_capacity(m / W9_SAMPLE_EVERY + 1),
+        ..W9Out::default()
+    };
+    let mut ring: std::collections::VecDeque<Option<P::Handle>> =
+        std::collections::VecDeque::with_capacity(4096);
+    let mut ring_base = 0usize;
+    let (mut next_s, mut next_c) = (0usize, 0usize);
+    let ns = |t: Instant| t.duration_since(st.base).as_nanos() as u64;
+    while next_s < n || next_c < m {
+        let c0 = thread_cpu_ns();
+        let top = Instant::now();
+        let now = ns(top);
+        if next_s < n {
+            out.max_lag = out.max_lag.max(now.saturating_sub(next_s as u64 * period));
+        }
+        while next_s < n && next_s as u64 * period <= now {
+            let idx = plan.first + next_s as u32;
+            let flags = plan.flags[next_s];
+            let g = W9Guard { st, idx, flags };
+            let h = pool.schedule(plan.delay[next_s], move || g.fire());
+            ring.push_back((flags & W9_CANCEL != 0).then_some(h));
+            next_s += 1;
+        }
+        let t1 = Instant::now();
+        let c1 = thread_cpu_ns();
+        let t2 = Instant::now();
+        out.bursts.push((next_c as u32, ns(t2), 0));
+        while next_c < m && plan.cancels[next_c].0 <= now {
+            let i = plan.cancels[next_c].1 as usize;
+            let h = ring[i - ring_base].take().expect("a pending handle");
+            let ok = P::try_cancel(&h);
+            drop(h);
+            out.cancel_ok[i] = ok;
+            if plan.flags[i] & W9_SAMPLED != 0 {
+                out.returned.push((plan.first + i as u32, st.now()));
+            }
+            next_c += 1;
+        }
+        let t3 = Instant::now();
+        let c3 = thread_cpu_ns();
+        out.bursts.last_mut().expect("this burst").2 = ns(t3);
+        while ring.front().is_some_and(|h| h.is_none()) && ring_base < next_s {
+            ring.pop_front();
+            ring_base += 1;
+        }
+        out.wall_sched += (t1 - top).as_nanos() as u64;
+        out.wall_cancel += (t3 - t2).as_nanos() as u64;
+        out.cpu_sched += c1 - c0;
+        out.cpu_cancel += c3 - c1;
+        let next_event = match (next_s < n, next_c < m) {
+            (true, true) => (next_s as u64 * period).min(plan.cancels[next_c].0),
+            (true, false) => next_s as u64 * period,
+            (false, true) => plan.cancels[next_c].0,
+            (false, false) => break,
+        };
+        let now = ns(Instant::now());
+        thread::sleep(Duration::from_nanos(
+            next_event.saturating_sub(now).max(QUANTUM),
+        ));
+    }
+    out.scheduled = n as u64;
+    out.cancelled = m as u64;
+    out
+}
+
+/// W9: 2 producers each schedule `w9_rate` timeouts a second (paced) for
+/// `w9_duration`, delays in [5, 15) ms, and cancel 90 % of them 0–4 ms
+/// after scheduling; then wait until the other 10 % ran. Rows under `label`
+/// (W9, or W9L under load).
+fn w9<P: BenchPool>(p: &Params, label: &str, rows: &mut Vec<Row>) {
+    let plans: Vec<W9Plan> = (0..2u32)
+        .map(|k| {
+            let n = (p.w9_rate as u128 * p.w9_duration.as_nanos() / 1_000_000_000) as u32;
+            w9_plan(p, SEED_W9 + k as u64, k * n)
+        })
+        .collect();
+    let total: usize = plans.iter().map(|pl| pl.delay.len()).sum();
+    let kept: u64 = plans
+        .iter()
+        .map(|pl| (pl.delay.len() - pl.cancels.len()) as u64)
+        .sum();
+    let pool = P::with_threads(2);
+    // Start both workers before the clock starts.
+    let latch = Latch::leak(4);
+    for _ in 0..4 {
+        pool.execute(move || latch.hit());
+    }
+    latch.wait(Duration::from_secs(10));
+    let st: &'static W9St = Box::leak(Box::new(W9St {
+        base: Instant::now() + Duration::from_millis(2),
+        fired: (0..total).map(|_| AtomicBool::new(false)).collect(),
+        fired_at: (0..total).map(|_| AtomicU64::new(0)).collect(),
+        dropped_at: (0..total).map(|_| AtomicU64::new(0)).collect(),
+        fired_kept: CachePadded::new(AtomicU64::new(0)),
+        drops: Sharded::new(),
+    }));
+    thread::sleep(st.base.saturating_duration_since(Instant::now()));
+    let cpu0 = process_cpu_ns();
+    let outs: Vec<W9Out> = thread::scope(|s| {
+        let hs: Vec<_> = plans
+            .iter()
+            .map(|plan| {
+                let pool = &pool;
+                s.spawn(move || w9_producer(pool, plan, st, p.w9_rate))
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("producer"))
+            .collect()
+    });
+    // Right after the last cancels: what is still alive and queued.
+    let alive = total as u64 - st.drops.sum();
+    let kept_pending = kept - st.fired_kept.load(Ordering::Relaxed);
+    let queue_len = pool.queue_len();
+    let t_wait = Instant::now();
+    while st.fired_kept.load(Ordering::Relaxed) < kept && t_wait.elapsed() < Duration::from_secs(10)
+    {
+        thread::sleep(Duration::from_micros(500));
+    }
+    let cpu = process_cpu_ns() - cpu0;
+    let end = st.now();
+    let fired_kept = st.fired_kept.load(Ordering::Relaxed);
+    pool.teardown();
+
+    let sum = |f: fn(&W9Out) -> u64| outs.iter().map(f).sum::<u64>();
+    let (scheduled, cancelled) = (sum(|o| o.scheduled), sum(|o| o.cancelled));
+    // A planned cancel's task that ran: before its cancel's burst ended (a
+    // late cancel: the producer fell behind its plan), or after a cancel
+    // that returned true (a cancel that did not stop it).
+    let (mut fired_after_cancel, mut late) = (0u64, 0u64);
+    for (plan, o) in plans.iter().zip(&outs) {
+        let mut pos = vec![0u32; plan.delay.len()];
+        for (k, &(_, i)) in plan.cancels.iter().enumerate() {
+            pos[i as usize] = k as u32;
+        }
+        for &(_, i) in &plan.cancels {
+            let g = (plan.first + i) as usize;
+            if !st.fired[g].load(Ordering::Relaxed) {
+                continue;
+            }
+            let at = st.fired_at[g].load(Ordering::Relaxed) - 1;
+            let b = o
+                .bursts
+                .partition_point(|&(k0, _, _)| k0 <= pos[i as usize])
+                - 1;
+            if at > o.bursts[b].2 && o.cancel_ok[i as usize] {
+                fired_after_cancel += 1;
+            } else {
+                late += 1;
+            }
+        }
+    }
+    // Closure lifetime after cancel returned (sampled cancels that won).
+    let mut life: Vec<i64> = Vec::new();
+    let (mut in_cancel, mut never) = (0u64, 0u64);
+    for o in &outs {
+        for &(g, ret) in &o.returned {
+            let local = g - plans.iter().rev().find(|pl| pl.first <= g).unwrap().first;
+            if !o.cancel_ok[local as usize] || st.fired[g as usize].load(Ordering::Relaxed) {
+                continue; // it ran: not a cancelled closure
+            }
+            let d = st.dropped_at[g as usize].load(Ordering::Relaxed);
+            if d == 0 {
+                never += 1;
+                life.push((end - ret) as i64);
+            } else if d <= ret {
+                in_cancel += 1;
+                life.push(0);
+            } else {
+                life.push((d - ret) as i64);
+            }
+        }
+    }
+    life.sort_unstable();
+    let samples = life.len().max(1) as f64;
+    let us = |x: i64| x as f64 / 1000.0;
+    let w = label;
+    let name = P::NAME;
+    let pair_wall = (sum(|o| o.wall_sched) as f64 / scheduled as f64)
+        + (sum(|o| o.wall_cancel) as f64 / cancelled as f64);
+    let pair_cpu = (sum(|o| o.cpu_sched) as f64 / scheduled as f64)
+        + (sum(|o| o.cpu_cancel) as f64 / cancelled as f64);
+    rows.push(row(name, w, "rate/producer", "1/s", p.w9_rate as f64));
+    rows.push(row(name, w, "pair (caller)", "ns", pair_wall));
+    rows.push(row(
+        name,
+        w,
+        "schedule (caller)",
+        "ns/op",
+        sum(|o| o.wall_sched) as f64 / scheduled as f64,
+    ));
+    rows.push(row(
+        name,
+        w,
+        "cancel (caller)",
+        "ns/op",
+        sum(|o| o.wall_cancel) as f64 / cancelled as f64,
+    ));
+    rows.push(row(name, w, "pair (caller cpu)", "ns", pair_cpu));
+    rows.push(row(
+        name,
+        w,
+        "cpu all threads",
+        "ns/timeout",
+        cpu as f64 / scheduled as f64,
+    ));
+    rows.push(row(
+        name,
+        w,
+        "kept fired",
+        "ratio",
+        fired_kept as f64 / kept as f64,
+    ));
+    rows.push(row(
+        name,
+        w,
+        "cancelled fired",
+        "count",
+        fired_after_cancel as f64,
+    ));
+    rows.push(row(name, w, "late cancels", "count", late as f64));
+    rows.push(row(name, w, "alive after", "closures", alive as f64));
+    rows.push(row(
+        name,
+        w,
+        "cancelled alive",
+        "closures",
+        alive.saturating_sub(kept_pending) as f64,
+    ));
+    if let Some(q) = queue_len {
+        rows.push(row(name, w, "queue_len after", "tasks", q as f64));
+    }
+    rows.push(row(name, w, "life p50", "us", us(percentile(&life, 50.0))));
+    rows.push(row(name, w, "life p99", "us", us(percentile(&life, 99.0))));
+    rows.push(row(
+        name,
+        w,
+        "life max",
+        "us",
+        us(life.last().copied().unwrap_or(0)),
+    ));
+    rows.push(row(
+        name,
+        w,
+        "dropped in cancel",
+        "ratio",
+        in_cancel as f64 / samples,
+    ));
+    if never > 0 {
+        rows.push(row(name, w, "never dropped", "count", never as f64));
+    }
+    rows.push(row(
+        name,
+        w,
+        "pacing lag max",
+        "us",
+        outs.iter().map(|o| o.max_lag).max().unwrap_or(0) as f64 / 1000.0,
+    ));
 }
 
 // --------------------------------------------------------------------------
@@ -633,6 +1178,9 @@ fn write_outputs(rows: &[Row], a: &Args, p: &Params, load: (&str, &str), secs: f
 }
 
 fn main() {
+    if std::env::args().any(|x| x == "--burn") {
+        burn();
+    }
     let a = parse_args();
     let p = Params::from_env();
     let load0 = loadavg();

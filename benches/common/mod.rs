@@ -55,10 +55,30 @@ pub struct Params {
     /// W8: queue sizes and how many cancels to time per size (at least).
     pub w8_sizes: Vec<usize>,
     pub w8_min_cancels: usize,
+    /// W9: timeouts scheduled per producer per second (2 producers, paced),
+    /// for `w9_duration`; delays in [5, 15) ms, 90 % cancelled 0–4 ms later.
+    pub w9_rate: u64,
+    pub w9_duration: Duration,
 }
 
 impl Params {
+    /// The sizes of the issue (or the quick ones), with W9's rate and length
+    /// overridden by `SCHEDPOOL_BENCH_W9_RATE` (timeouts per producer per
+    /// second) and `SCHEDPOOL_BENCH_W9_MS`, for a machine that cannot keep
+    /// W9's pace (its `pacing lag max` row says so).
     pub fn from_env() -> Params {
+        let mut p = Params::sized();
+        let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
+        if let Some(rate) = env("SCHEDPOOL_BENCH_W9_RATE").filter(|&r| r > 0) {
+            p.w9_rate = rate;
+        }
+        if let Some(ms) = env("SCHEDPOOL_BENCH_W9_MS").filter(|&ms| ms > 0) {
+            p.w9_duration = Duration::from_millis(ms);
+        }
+        p
+    }
+
+    fn sized() -> Params {
         if quick() {
             Params {
                 quick: true,
@@ -73,6 +93,8 @@ impl Params {
                 w7_window: Duration::from_millis(10),
                 w8_sizes: vec![1_000, 10_000],
                 w8_min_cancels: 1_000,
+                w9_rate: 250_000,
+                w9_duration: Duration::from_millis(300),
             }
         } else {
             Params {
@@ -88,6 +110,8 @@ impl Params {
                 w7_window: Duration::from_millis(10),
                 w8_sizes: vec![1_000, 10_000, 100_000, 1_000_000],
                 w8_min_cancels: 10_000,
+                w9_rate: 250_000,
+                w9_duration: Duration::from_secs(2),
             }
         }
     }
@@ -103,6 +127,7 @@ pub const SEED_PERM: u64 = 0x5EED_0002;
 pub const SEED_LATENESS: u64 = 0x5EED_0004;
 pub const SEED_PRODUCER: u64 = 0x5EED_0007;
 pub const SEED_W8: u64 = 0x5EED_0008;
+pub const SEED_W9: u64 = 0x5EED_0009;
 
 // ---------------------------------------------------------------------------
 // Random numbers: SplitMix64 (same algorithm in StpeBench.java)
@@ -180,6 +205,16 @@ pub trait BenchPool: Send + Sync + Sized + 'static {
         f: F,
     ) -> Self::Handle;
     fn cancel(h: &Self::Handle);
+    /// Cancels; false if the pool says the task had already run or been
+    /// cancelled. A pool whose cancel reports nothing says true.
+    fn try_cancel(h: &Self::Handle) -> bool {
+        Self::cancel(h);
+        true
+    }
+    /// Tasks queued, if the pool can tell.
+    fn queue_len(&self) -> Option<usize> {
+        None
+    }
     /// Drops every pending task and waits (bounded) until the worker threads
     /// are gone, so that the next measurement starts on a quiet machine.
     fn teardown(self);
@@ -273,6 +308,15 @@ impl BenchPool for Sp {
     #[inline]
     fn cancel(h: &Self::Handle) {
         h.cancel();
+    }
+
+    #[inline]
+    fn try_cancel(h: &Self::Handle) -> bool {
+        h.cancel()
+    }
+
+    fn queue_len(&self) -> Option<usize> {
+        Some(self.pool.queue_len())
     }
 
     fn teardown(self) {
