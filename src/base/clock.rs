@@ -238,7 +238,7 @@ impl ManualClock {
         }
     }
 
-    pub(crate) fn now_nanos(&self) -> Nanos {
+    pub(super) fn now_nanos(&self) -> Nanos {
         self.inner.base + self.inner.offset.load(Ordering::Acquire)
     }
 }

@@ -24,7 +24,7 @@ const DEFAULT_TIMER_SLACK: Duration = Duration::from_micros(1);
 const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
 
 /// The most worker threads a pool may be configured with.
-pub(crate) const MAX_THREADS: usize = 32_768;
+pub(super) const MAX_THREADS: usize = 32_768;
 
 /// Configures a [`ScheduledThreadPool`] (rayon's `ThreadPoolBuilder`, Java's
 /// constructor arguments and policy setters).

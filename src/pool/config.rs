@@ -5,18 +5,18 @@ use std::time::Duration;
 use super::hooks::Hooks;
 
 pub(crate) const RUNNING: u8 = 0;
-pub(crate) const SHUTDOWN: u8 = 1;
-pub(crate) const STOP: u8 = 2;
-pub(crate) const TERMINATED: u8 = 3;
+pub(super) const SHUTDOWN: u8 = 1;
+pub(super) const STOP: u8 = 2;
+pub(super) const TERMINATED: u8 = 3;
 
 /// The pool's fixed configuration (from the [`Builder`](crate::Builder)).
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
     pub(crate) core_threads: usize,
-    pub(crate) thread_name: String,
+    pub(super) thread_name: String,
     pub(crate) remove_on_cancel: bool,
-    pub(crate) continue_periodic_after_shutdown: bool,
-    pub(crate) execute_delayed_after_shutdown: bool,
+    pub(super) continue_periodic_after_shutdown: bool,
+    pub(super) execute_delayed_after_shutdown: bool,
     /// How long the last worker of a core-0 pool waits on an empty queue
     /// before exiting (Java's `DEFAULT_KEEPALIVE_MILLIS`).
     pub(crate) keep_alive: Duration,

@@ -120,7 +120,7 @@ impl Shared {
     /// Changes a periodic task's period (or delay). A queued task is moved
     /// to its re-based next run; a paused one is re-based too, for resume to
     /// start from; a running one uses the new period when its run ends.
-    pub(crate) fn set_period(&self, job: &TaskPtr, period: Nanos) -> bool {
+    pub(super) fn set_period(&self, job: &TaskPtr, period: Nanos) -> bool {
         let Some(control) = job.control() else {
             return false;
         };

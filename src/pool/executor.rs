@@ -80,7 +80,7 @@ impl Drop for Owner {
 }
 
 impl ScheduledThreadPool {
-    pub(crate) fn from_shared(shared: Arc<Shared>) -> Self {
+    pub(super) fn from_shared(shared: Arc<Shared>) -> Self {
         ScheduledThreadPool {
             inner: Arc::new(Owner { shared }),
         }

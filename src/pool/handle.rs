@@ -103,7 +103,7 @@ impl<T: 'static> ScheduledHandle<T> {
 
     /// The task, and the pool it was submitted to (for an idle timer's
     /// touch).
-    pub(crate) fn task_and_pool(&self) -> (&TaskPtr, &Arc<Shared>) {
+    pub(super) fn task_and_pool(&self) -> (&TaskPtr, &Arc<Shared>) {
         (&self.task, &self.pool)
     }
 

@@ -96,13 +96,13 @@ impl RunInfo {
         self.run
     }
 
-    pub(crate) fn lateness_nanos(&self) -> Nanos {
+    pub(super) fn lateness_nanos(&self) -> Nanos {
         self.started.saturating_sub(self.due)
     }
 }
 
 /// Sets [`RunInfo::current`] while alive.
-pub(crate) struct CurrentRun;
+pub(super) struct CurrentRun;
 
 impl CurrentRun {
     pub(crate) fn enter(info: RunInfo) -> Self {
@@ -177,9 +177,9 @@ impl fmt::Debug for TaskPanic {
     }
 }
 
-pub(crate) type BeforeHook = Arc<dyn Fn(&RunInfo) + Send + Sync>;
-pub(crate) type AfterHook = Arc<dyn Fn(&RunInfo, Option<&str>) + Send + Sync>;
-pub(crate) type PanicHandler = Arc<dyn Fn(TaskPanic) + Send + Sync>;
+pub(super) type BeforeHook = Arc<dyn Fn(&RunInfo) + Send + Sync>;
+pub(super) type AfterHook = Arc<dyn Fn(&RunInfo, Option<&str>) + Send + Sync>;
+pub(super) type PanicHandler = Arc<dyn Fn(TaskPanic) + Send + Sync>;
 
 /// The pool's hooks (all optional).
 #[derive(Clone, Default)]

@@ -36,10 +36,10 @@ use crate::task::ptr::TaskPtr;
 
 /// A task waiting in the inbox, with the clock reading its deadline came
 /// from (the work queue's lane test needs it).
-pub(crate) type Incoming = (TaskPtr, Nanos);
+pub(super) type Incoming = (TaskPtr, Nanos);
 
 /// See the module documentation.
-pub(crate) struct Inbox {
+pub(super) struct Inbox {
     tray: Mutex<Tray>,
     /// How many tasks the tray holds; a hint read without the lock (see
     /// [`Inbox::looks_empty`]).
@@ -107,7 +107,7 @@ impl Inbox {
     /// before it sleeps or leaves, a shutdown after it closes the gate), and
     /// a kicked spinner reads the hint after the kick that follows it.
     #[inline]
-    pub(crate) fn looks_empty(&self) -> bool {
+    pub(super) fn looks_empty(&self) -> bool {
         self.len.load(Ordering::Relaxed) == 0
     }
 
@@ -163,7 +163,7 @@ impl Inbox {
 
     /// The pool's worker count changed (pool lock held). A count that fell
     /// may have closed the gate: the caller absorbs after this.
-    pub(crate) fn set_workers(&self, workers: usize) {
+    pub(super) fn set_workers(&self, workers: usize) {
         let mut tray = self.tray.lock();
         tray.workers = workers;
         self.update(&tray);

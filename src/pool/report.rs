@@ -14,7 +14,7 @@ use crate::task::header::{Caught, Header};
 
 impl Shared {
     /// Reports a caught panic: `ERROR` event, counter, the pool's handler.
-    pub(crate) fn report_panic(&self, header: &Header, caught: Caught) {
+    pub(super) fn report_panic(&self, header: &Header, caught: Caught) {
         tracing::error!(
             target: "schedpool::task",
             id = header.seq(),
@@ -34,7 +34,7 @@ impl Shared {
 
     /// Records a run's lateness; warns (at most once a second) when due
     /// tasks waited longer than the starvation threshold for a worker.
-    pub(crate) fn record_lateness(&self, id: u64, late: Nanos, now: Nanos) {
+    pub(super) fn record_lateness(&self, id: u64, late: Nanos, now: Nanos) {
         self.lateness.record(late);
         if late > crate::base::clock::delay_nanos(self.config.starvation_threshold) {
             let last = self.last_starvation_warning.load(Ordering::Relaxed);

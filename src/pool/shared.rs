@@ -86,18 +86,18 @@ pub(crate) struct Shared {
     /// `wait_idle` waiters.
     idle: Condvar,
     pub(crate) clock: Clock,
-    pub(crate) config: Config,
+    pub(super) config: Config,
     /// Mirror of `State::run_state` for lock-free reads.
     run_state: AtomicU8,
     /// On a line of its own: every submission writes it, and the fields
     /// workers read on every run (the clock, the histogram) must not share
     /// its line.
     next_seq: CachePadded<AtomicU64>,
-    pub(crate) lateness: LatenessHistogram,
+    pub(super) lateness: LatenessHistogram,
     pub(crate) panicked: AtomicU64,
     /// When the last starvation warning was logged (clock nanos).
     /// (std's atomic even under loom: whether it is touched depends on real time.)
-    pub(crate) last_starvation_warning: std::sync::atomic::AtomicU64,
+    pub(super) last_starvation_warning: std::sync::atomic::AtomicU64,
     /// What a new worker thread runs.
     worker_main: WorkerMain,
 }
@@ -153,7 +153,7 @@ impl Shared {
         self.next_seq.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub(crate) fn run_state(&self) -> u8 {
+    pub(super) fn run_state(&self) -> u8 {
         self.run_state.load(Ordering::Acquire)
     }
 
@@ -172,7 +172,7 @@ impl Shared {
     /// handle clones first; `execute` gives its only one. On `Err` the task
     /// is dropped here, outside the lock.
     /// `now` is the clock reading its deadline was computed from.
-    pub(crate) fn enqueue(self: &Arc<Self>, task: TaskPtr, now: Nanos) -> Result<(), Rejected> {
+    pub(super) fn enqueue(self: &Arc<Self>, task: TaskPtr, now: Nanos) -> Result<(), Rejected> {
         // Due already, with nobody to wake and nothing to start: leave it
         // for the workers. (A delayed task goes into the heap under the
         // lock: sifting it in is work a worker should not inherit.)
@@ -210,7 +210,7 @@ impl Shared {
     /// Starts worker `number`. If the thread cannot be created, the slot is
     /// released; if that leaves the pool with no worker at all, the task just
     /// queued is taken back and rejected (nothing would ever run it).
-    pub(crate) fn start_worker(
+    pub(super) fn start_worker(
         self: &Arc<Self>,
         number: usize,
         submitted: Option<(&Header, *const u8)>,
@@ -253,7 +253,7 @@ impl Shared {
 
     /// May a task with this schedule and deadline run in the current state?
     /// (Java's `canRunInCurrentRunState`, JDK 9+.)
-    pub(crate) fn can_run(&self, run_state: u8, header: &Header, now: Nanos) -> bool {
+    pub(super) fn can_run(&self, run_state: u8, header: &Header, now: Nanos) -> bool {
         match run_state {
             RUNNING => true,
             SHUTDOWN if header.kind().is_periodic() => self.config.continue_periodic_after_shutdown,
@@ -306,7 +306,7 @@ impl Shared {
 
     /// Removes a just-cancelled task (named by its header and data pointer)
     /// from the queue if it is there (see [`WorkQueue::remove`]).
-    pub(crate) fn remove_cancelled(&self, header: &Header, task: *const u8) -> Option<Entry> {
+    pub(super) fn remove_cancelled(&self, header: &Header, task: *const u8) -> Option<Entry> {
         let mut state = self.handoff();
         // A paused task leaves the paused list (the handle that cancels it
         // holds another reference: dropping this one runs no user code).
@@ -397,7 +397,7 @@ impl Shared {
     /// true if this call did. The caller logs it ([`log_if_terminated`])
     /// after releasing the lock: a tracing subscriber is user code.
     #[must_use]
-    pub(crate) fn try_terminate(&self, state: &mut State) -> bool {
+    pub(super) fn try_terminate(&self, state: &mut State) -> bool {
         let drained = state.queue.is_empty() || state.run_state >= STOP;
         let terminate = state.run_state >= SHUTDOWN
             && state.run_state < TERMINATED
@@ -442,7 +442,7 @@ impl Shared {
 
     /// Called under the lock after a run: wakes `wait_idle` callers if the
     /// pool may have become idle.
-    pub(crate) fn note_finished(&self, state: &mut State) {
+    pub(super) fn note_finished(&self, state: &mut State) {
         state.active -= 1;
         state.completed += 1;
         self.note_maybe_idle(state);
@@ -451,7 +451,7 @@ impl Shared {
     /// Wakes `wait_idle` callers if the pool may be idle now: after a run,
     /// and after a worker took a task it did not run (a cancelled task kept
     /// in the queue, an idle timer re-armed).
-    pub(crate) fn note_maybe_idle(&self, state: &State) {
+    pub(super) fn note_maybe_idle(&self, state: &State) {
         if state.active == 0 && state.idle_waiters > 0 {
             self.idle.notify_all();
         }
@@ -465,14 +465,14 @@ impl ClockListener for Shared {
 }
 
 /// Logs the pool's termination (outside the lock: a subscriber is user code).
-pub(crate) fn log_if_terminated(terminated: bool) {
+pub(super) fn log_if_terminated(terminated: bool) {
     if terminated {
         tracing::info!(target: "schedpool::pool", "pool terminated");
     }
 }
 
 /// Takes `task` out of the paused list, if it is there.
-pub(crate) fn take_paused(state: &mut State, task: *const u8) -> Option<TaskPtr> {
+pub(super) fn take_paused(state: &mut State, task: *const u8) -> Option<TaskPtr> {
     let at = state
         .paused
         .iter()

@@ -38,17 +38,17 @@ use crate::task::ptr::TaskPtr;
 pub(crate) struct State {
     pub(crate) queue: WorkQueue,
     pub(crate) leader: Leader,
-    pub(crate) run_state: u8,
+    pub(super) run_state: u8,
     /// Worker threads started and not yet exited.
     pub(crate) workers: usize,
     /// Names the next worker thread.
-    pub(crate) next_worker: usize,
+    pub(super) next_worker: usize,
     /// Tasks taken from the heap and not yet finished.
     pub(crate) active: usize,
     pub(crate) completed: u64,
     pub(crate) accepted: u64,
     /// Threads blocked in `wait_idle`.
-    pub(crate) idle_waiters: usize,
+    pub(super) idle_waiters: usize,
     /// Paused tasks (not queued): shutdown completes them, so no `join`
     /// waits forever on a task nobody can resume.
     pub(crate) paused: Vec<TaskPtr>,
@@ -98,7 +98,7 @@ impl Waitable for State {
 }
 
 impl State {
-    pub(crate) fn new(config: &Config, inbox: Arc<Inbox>, ready: Arc<Ready>) -> Self {
+    pub(super) fn new(config: &Config, inbox: Arc<Inbox>, ready: Arc<Ready>) -> Self {
         State {
             queue: WorkQueue::with_ready(ready),
             leader: Leader::default(),
@@ -151,7 +151,7 @@ impl State {
     /// Reserves a worker slot if fewer than the core size run (at least one
     /// even for a core size of 0); returns the new worker's number. Java's
     /// `ensurePrestart`: at most one new thread per call.
-    pub(crate) fn reserve_worker(&mut self, config: &Config) -> Option<usize> {
+    pub(super) fn reserve_worker(&mut self, config: &Config) -> Option<usize> {
         if self.workers < config.core_threads.max(1) {
             self.workers += 1;
             self.inbox.set_workers(self.workers);
@@ -164,7 +164,7 @@ impl State {
 
     /// A worker left (or was never started): one fewer, and whatever the
     /// inbox let in before its gate saw that is queued now.
-    pub(crate) fn worker_left(&mut self) {
+    pub(super) fn worker_left(&mut self) {
         self.workers -= 1;
         self.inbox.set_workers(self.workers);
         self.absorb();
@@ -172,14 +172,14 @@ impl State {
 
     /// A worker that was leaving stays after all (see
     /// [`worker_left`](Self::worker_left)).
-    pub(crate) fn worker_back(&mut self) {
+    pub(super) fn worker_back(&mut self) {
         self.workers += 1;
         self.inbox.set_workers(self.workers);
     }
 
     /// The run state grew past `RUNNING`: the inbox closes, and what it let
     /// in before is queued now, to be purged, run or returned with the rest.
-    pub(crate) fn close_inbox(&mut self) {
+    pub(super) fn close_inbox(&mut self) {
         self.inbox.close();
         self.absorb();
     }

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const BUCKETS: usize = 8 * 62;
 
 /// Lateness (start - due) of every run, in microseconds.
-pub(crate) struct LatenessHistogram {
+pub(super) struct LatenessHistogram {
     buckets: Box<[AtomicU64]>,
     max_us: AtomicU64,
 }

@@ -111,12 +111,12 @@ pub(super) mod marks {
     use crate::task::header::Header;
 
     pub(crate) const NOT_QUEUED: usize = usize::MAX;
-    pub(crate) const IN_LANE: usize = usize::MAX - 1;
-    pub(crate) const LANE_REMOVED: usize = usize::MAX - 2;
-    pub(crate) const IN_READY: usize = usize::MAX - 3;
-    pub(crate) const IN_WHEEL: usize = usize::MAX - 4;
+    pub(in crate::queue) const IN_LANE: usize = usize::MAX - 1;
+    pub(in crate::queue) const LANE_REMOVED: usize = usize::MAX - 2;
+    pub(in crate::queue) const IN_READY: usize = usize::MAX - 3;
+    pub(in crate::queue) const IN_WHEEL: usize = usize::MAX - 4;
     /// A cancelled entry in the wheel's run.
-    pub(crate) const WHEEL_REMOVED: usize = usize::MAX - 5;
+    pub(in crate::queue) const WHEEL_REMOVED: usize = usize::MAX - 5;
 
     /// A location as its number.
     pub(crate) fn code(location: Location) -> usize {
@@ -138,7 +138,7 @@ pub(super) mod marks {
 
     impl WorkQueue {
         /// The ready batch's keys and location numbers.
-        pub(crate) fn ready_snapshot(&self) -> Vec<((Nanos, u64), usize)> {
+        pub(in crate::queue) fn ready_snapshot(&self) -> Vec<((Nanos, u64), usize)> {
             self.ready
                 .snapshot()
                 .into_iter()
@@ -148,7 +148,7 @@ pub(super) mod marks {
 
         /// The wheel's run, its slots' entries with their absolute slot
         /// numbers, and its cursor.
-        pub(crate) fn wheel_parts(&self) -> (Vec<&Entry>, Vec<(u64, &Entry)>, u64) {
+        pub(in crate::queue) fn wheel_parts(&self) -> (Vec<&Entry>, Vec<(u64, &Entry)>, u64) {
             let (run, slots, cursor) = self.wheel.parts();
             (
                 run,

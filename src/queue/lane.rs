@@ -21,7 +21,7 @@ use crate::base::clock::Nanos;
 use crate::task::header::Header;
 
 /// See the module documentation.
-pub(crate) struct Lane {
+pub(super) struct Lane {
     entries: VecDeque<Entry>,
     /// Entries marked `Location::LaneRemoved`, not yet discarded.
     removed: usize,
@@ -76,7 +76,7 @@ impl Lane {
 
     /// Marks a cancelled task in the lane as removed, in O(1) (see the
     /// invariants).
-    pub(crate) fn mark_removed(&mut self, header: &Header) {
+    pub(super) fn mark_removed(&mut self, header: &Header) {
         Location::LaneRemoved.set(header);
         self.removed += 1;
         self.discard_removed_front();
@@ -128,7 +128,7 @@ impl Lane {
 /// Pops entries whose task carries `mark` (a cancel's removal mark) off the
 /// front of `entries`, counting them down from `removed`, until the front
 /// is a live entry. The lane's and the wheel's run's shared discard.
-pub(crate) fn discard_marked_front(
+pub(super) fn discard_marked_front(
     entries: &mut VecDeque<Entry>,
     removed: &mut usize,
     mark: Location,

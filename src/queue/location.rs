@@ -19,7 +19,7 @@ use crate::task::header::Header;
 
 /// See the module documentation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Location {
+pub(super) enum Location {
     /// In no part of the queue.
     NotQueued,
     /// In the indexed heap, at this position.

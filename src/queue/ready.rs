@@ -239,13 +239,13 @@ impl Ready {
     }
 
     /// Removes every task, in order, appending them to `out`.
-    pub(crate) fn drain_into(&self, out: &mut Vec<Entry>) {
+    pub(super) fn drain_into(&self, out: &mut Vec<Entry>) {
         out.extend(self.edit().items.drain(..));
     }
 
     /// For `crate::internals`: each task's key and recorded heap index,
     /// in order.
-    pub(crate) fn snapshot(&self) -> Vec<((u64, u64), Location)> {
+    pub(super) fn snapshot(&self) -> Vec<((u64, u64), Location)> {
         let inner = self.inner.lock();
         inner
             .items

@@ -52,7 +52,7 @@ use crate::task::header::{Header, Kind};
 
 /// A slot spans `2^SHIFT` ns (16.4 µs): W7's stream puts a few dozen tasks
 /// in each, a cheap sort.
-pub(crate) const SHIFT: u32 = 14;
+pub(super) const SHIFT: u32 = 14;
 
 /// Slots in the wheel: a horizon of 1024 × 16.4 µs ≈ 16.8 ms.
 const SLOTS: usize = 1024;
@@ -62,7 +62,7 @@ const SLOTS: usize = 1024;
 pub(super) type Parts<'a> = (Vec<&'a Entry>, Vec<(u64, usize, &'a Entry)>, u64);
 
 /// See the module documentation.
-pub(crate) struct Wheel {
+pub(super) struct Wheel {
     slots: Vec<Vec<Entry>>,
     occupied: [u64; SLOTS / 64],
     in_slots: usize,
@@ -133,7 +133,7 @@ impl Wheel {
 
     /// The earliest deadline a task still in a slot may have, if any is.
     #[inline]
-    pub(crate) fn boundary(&self) -> Option<Nanos> {
+    pub(super) fn boundary(&self) -> Option<Nanos> {
         (self.in_slots > 0).then(|| (self.cursor + 1) << SHIFT)
     }
 
@@ -144,7 +144,7 @@ impl Wheel {
     }
 
     /// Bounds for the second task: the run's first two and the boundary.
-    pub(crate) fn first_deadlines(&self) -> [Option<Nanos>; 3] {
+    pub(super) fn first_deadlines(&self) -> [Option<Nanos>; 3] {
         [
             self.run.front().map(|e| e.deadline),
             self.run.get(1).map(|e| e.deadline),
@@ -155,7 +155,7 @@ impl Wheel {
     /// Whether cancelled entries wait here (while none do, every entry is
     /// a live one-shot task).
     #[inline]
-    pub(crate) fn has_removed(&self) -> bool {
+    pub(super) fn has_removed(&self) -> bool {
         self.removed > 0
     }
 
@@ -163,7 +163,7 @@ impl Wheel {
     /// a slot; if not, it is in the run or was moved to the ready batch
     /// unmarked (see the invariants).
     #[inline]
-    pub(crate) fn holds_in_slot(&self, deadline: Nanos) -> bool {
+    pub(super) fn holds_in_slot(&self, deadline: Nanos) -> bool {
         deadline >> SHIFT > self.cursor
     }
 
@@ -172,7 +172,7 @@ impl Wheel {
     /// waits here ([`has_removed`](Self::has_removed) is false), so the
     /// new front needs no discard either.
     #[inline]
-    pub(crate) fn pop_front_unmarked(&mut self) -> Option<Entry> {
+    pub(super) fn pop_front_unmarked(&mut self) -> Option<Entry> {
         debug_assert!(self.removed == 0, "an unmarked pop with cancelled entries");
         let entry = self.run.pop_front()?;
         self.live -= 1;
@@ -369,7 +369,7 @@ impl Wheel {
 
     /// The run's room, for a test.
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn run_capacity(&self) -> usize {
+    pub(super) fn run_capacity(&self) -> usize {
         self.run.capacity()
     }
 

@@ -203,7 +203,7 @@ impl<E: HeapEntry> IndexedHeap<E> {
 
     /// Removes every entry, in deadline order.
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn drain_sorted(&mut self, pos: &mut impl Positions<E>) -> Vec<E> {
+    pub(super) fn drain_sorted(&mut self, pos: &mut impl Positions<E>) -> Vec<E> {
         let mut out = Vec::with_capacity(self.items.len());
         while let Some(entry) = self.pop(pos) {
             out.push(entry);

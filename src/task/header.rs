@@ -92,7 +92,7 @@ pub(crate) struct Header {
 /// `dyn Job`). Safe to call (it only casts), unsafe to dereference unless
 /// the header is the first field of a live task of the type it was made
 /// for; see [`super::ptr`].
-pub(crate) type JobOf = fn(std::ptr::NonNull<Header>) -> std::ptr::NonNull<dyn Job>;
+pub(super) type JobOf = fn(std::ptr::NonNull<Header>) -> std::ptr::NonNull<dyn Job>;
 
 /// A header's `job` before `TaskPtr::new` sets it: a header not (yet) inside
 /// a shared task. Never dereferenced: only `TaskPtr` uses `job`.
@@ -227,12 +227,12 @@ impl Header {
     /// Claims the body: true for exactly one caller over the task's life
     /// (the runner, or a cancel that stopped it from running), which then
     /// owns it; see `crate::once`.
-    pub(crate) fn claim_body(&self) -> bool {
+    pub(super) fn claim_body(&self) -> bool {
         self.word.fetch_or(u64::from(BODY_TAKEN), Ordering::AcqRel) & u64::from(BODY_TAKEN) == 0
     }
 
     /// True once [`claim_body`](Self::claim_body) succeeded.
-    pub(crate) fn body_taken(&self) -> bool {
+    pub(super) fn body_taken(&self) -> bool {
         self.load() & BODY_TAKEN != 0
     }
 
@@ -285,13 +285,13 @@ impl Header {
     /// cancelled, so there is nothing to wait for. Called under the
     /// completion's lock: a cancel either came first (and this sees it) or
     /// comes after and sees the mark (and completes the handle).
-    pub(crate) fn mark_waited(&self) -> bool {
+    pub(super) fn mark_waited(&self) -> bool {
         let before = self.word.fetch_or(u64::from(WAITED), Ordering::AcqRel);
         (before & STATE_MASK) as u8 & BASE == CANCELLED
     }
 
     /// True once [`mark_waited`](Self::mark_waited) was called.
-    pub(crate) fn was_waited(&self) -> bool {
+    pub(super) fn was_waited(&self) -> bool {
         self.load() & WAITED != 0
     }
 

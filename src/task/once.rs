@@ -34,7 +34,7 @@ use crate::task::completion::Completion;
 use crate::task::header::{Caught, Header, Job, Ran};
 
 /// A one-shot body, owned by whoever claims it through the header.
-pub(crate) struct Body<F>(UnsafeCell<ManuallyDrop<F>>);
+pub(super) struct Body<F>(UnsafeCell<ManuallyDrop<F>>);
 
 impl<F> Body<F> {
     pub(crate) fn new(body: F) -> Self {
@@ -79,7 +79,7 @@ unsafe impl<F: Send> Sync for Body<F> {}
 ///
 /// The marker makes it `Send` and `Sync` exactly when the `Arc` it holds
 /// would be (an `AtomicPtr` alone is both for any `P`).
-pub(crate) struct LazyCell<P>(AtomicPtr<P>, PhantomData<Arc<P>>);
+pub(super) struct LazyCell<P>(AtomicPtr<P>, PhantomData<Arc<P>>);
 
 impl<P> LazyCell<P> {
     pub(crate) fn new() -> Self {
@@ -102,7 +102,7 @@ impl<P> LazyCell<P> {
     }
 
     /// The value, created by `create` if nobody needed it yet.
-    pub(crate) fn get_or_create(&self, create: impl FnOnce() -> P) -> Arc<P> {
+    pub(super) fn get_or_create(&self, create: impl FnOnce() -> P) -> Arc<P> {
         if let Some(cell) = self.get() {
             return cell;
         }
@@ -191,7 +191,7 @@ where
     }
 
     /// Runs the body (the caller won `try_start`) and completes the handle.
-    pub(crate) fn run_body(&self, watched: bool) -> Ran {
+    pub(super) fn run_body(&self, watched: bool) -> Ran {
         let Some(body) = self.body.claim(&self.header) else {
             return Ran::DONE; // cancelled between `try_start` and here
         };
@@ -218,7 +218,7 @@ where
         }
     }
 
-    pub(crate) fn cancel_body(&self) {
+    pub(super) fn cancel_body(&self) {
         let body = self.body.claim(&self.header);
         // Nobody waiting: the cancelled state is the outcome (see
         // `crate::completion`). A waiter creates the cell before it marks
