@@ -87,12 +87,21 @@ pub(crate) struct Leader {
     successor: Option<(u64, Nanos)>,
     /// How late the leader's timed waits return, to wake that much early.
     latency: WakeLatency,
+    /// Until when nobody spins (see [`Leader::cores_taken`]).
+    quiet_until: Option<Instant>,
 }
 
 /// The successor waits only for a second item due at least this far ahead:
 /// one closer is due within the time a sleep and a wake-up take anyway, and
 /// a stream of them (W7) made the timers cost more than they saved.
 const SUCCESSOR_MIN_AHEAD: Nanos = 5_000;
+
+/// A timed wake-up this late says the cores are taken (an idle vCPU wakes
+/// a sleeper within tens of microseconds).
+const CONTENDED_WAKE: Nanos = 500_000;
+
+/// How long spinning stays off once the cores were seen taken.
+const QUIET: Duration = Duration::from_millis(200);
 
 /// How far one timed wake-up moves the estimate of the OS's wake-up delay.
 const STEP: Nanos = 500;
@@ -157,6 +166,39 @@ impl Signal {
 }
 
 impl Leader {
+    /// Whether the cores were seen taken within the last [`QUIET`]: a spin
+    /// was descheduled, or a timed wake-up came [`CONTENDED_WAKE`] late.
+    /// Then nobody spins, and the leader sleeps to the deadline itself: a
+    /// spinner on a busy machine only burns the slice another thread needs,
+    /// and a thread that sleeps more is the one the scheduler runs first
+    /// when its timer fires.
+    fn cores_taken(&mut self) -> bool {
+        match self.quiet_until {
+            Some(until) if Instant::now() < until => true,
+            Some(_) => {
+                self.quiet_until = None;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// See [`cores_taken`](Self::cores_taken).
+    fn saw_cores_taken(&mut self) {
+        self.quiet_until = Instant::now().checked_add(QUIET);
+    }
+
+    /// Records how late a timed wake-up came (`late`): the wake-up delay
+    /// estimate, and whether it says the cores are taken.
+    fn woke_late(&mut self, late: Nanos) -> bool {
+        self.latency.record(late);
+        let taken = late > CONTENDED_WAKE && cfg!(not(loom));
+        if taken {
+            self.saw_cores_taken();
+        }
+        taken
+    }
+
     /// Forgets the leader: used when its timeout became too long.
     pub(crate) fn clear(&mut self) {
         self.current = None;
@@ -275,7 +317,8 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             leader.next_id = leader.next_id.wrapping_add(1);
             leader.next_id
         };
-        let mut may_spin = !self.spin.is_zero() && clock.is_real();
+        let mut may_spin =
+            !self.spin.is_zero() && clock.is_real() && !self.guard.leader().cores_taken();
         // loom has no time to learn a wake-up delay from, or to spin to.
         let mut wake_early = may_spin && cfg!(not(loom));
         // A successor needs a timer that fires: not on a manual clock
@@ -349,8 +392,9 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 if timed_out && wake_early {
                     let now = clock.now();
                     let leader = self.guard.leader();
-                    leader.latency.record(now.saturating_sub(target));
-                    if now < deadline {
+                    if leader.woke_late(now.saturating_sub(target)) {
+                        (may_spin, wake_early) = (false, false);
+                    } else if now < deadline {
                         // Woken before the deadline: spin the rest as the
                         // leader (a new head kicks the spin short), or, if
                         // someone else spins, wait exactly from now on.
@@ -378,18 +422,21 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 }
                 if let (true, true, Some(target)) = (timed_out, wake_early, wakes_at) {
                     let now = clock.now();
-                    leader.latency.record(now.saturating_sub(target));
-                    // Made leader while asleep and woken early: spin to the
-                    // head as the leader does (or, if someone else spins,
-                    // wait exactly from now on).
-                    let head = self.guard.head_deadline().filter(|&head| now < head);
-                    let leader = self.guard.leader();
-                    match head {
-                        Some(head) if leader.current == Some(me) && !leader.spinner => {
-                            self.spin_outside_lock(to_instant(head));
+                    if leader.woke_late(now.saturating_sub(target)) {
+                        (may_spin, wake_early) = (false, false);
+                    } else {
+                        // Made leader while asleep and woken early: spin to
+                        // the head as the leader does (or, if someone else
+                        // spins, wait exactly from now on).
+                        let head = self.guard.head_deadline().filter(|&head| now < head);
+                        let leader = self.guard.leader();
+                        match head {
+                            Some(head) if leader.current == Some(me) && !leader.spinner => {
+                                self.spin_outside_lock(to_instant(head));
+                            }
+                            Some(_) if leader.current == Some(me) => wake_early = false,
+                            _ => {}
                         }
-                        Some(_) if leader.current == Some(me) => wake_early = false,
-                        _ => {}
                     }
                 }
                 let leader = self.guard.leader();
@@ -448,10 +495,14 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             return; // work arrived without the lock: the caller re-checks
         }
         self.guard.leader().spinner = true;
-        crate::base::sync::unlocked(&mut self.guard, || {
+        let preempted = crate::base::sync::unlocked(&mut self.guard, || {
             crate::base::sync::spin_until(kick, until)
         });
-        self.guard.leader().spinner = false;
+        let leader = self.guard.leader();
+        leader.spinner = false;
+        if preempted {
+            leader.saw_cores_taken();
+        }
         self.guard.spin_ends();
     }
 }

@@ -127,13 +127,26 @@ mod imp {
         MutexGuard::unlocked(guard, f)
     }
 
-    /// Spins until `flag` is set or `until` passes.
-    pub(crate) fn spin_until(flag: &std::sync::atomic::AtomicBool, until: Instant) {
-        while !flag.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < until {
+    /// Spins until `flag` is set or `until` passes. Returns true if the
+    /// spin was descheduled on the way: two of its clock reads, a few
+    /// dozen pause instructions apart, lay more than `PREEMPTED` apart, so
+    /// another thread had the core (the spin then only cost that thread
+    /// its time).
+    pub(crate) fn spin_until(flag: &std::sync::atomic::AtomicBool, until: Instant) -> bool {
+        /// Far beyond one lap of the loop (well under a microsecond), far
+        /// below a scheduler's time slice.
+        const PREEMPTED: std::time::Duration = std::time::Duration::from_micros(50);
+        let mut last = Instant::now();
+        let mut preempted = false;
+        while !flag.load(std::sync::atomic::Ordering::Acquire) && last < until {
             for _ in 0..32 {
                 std::hint::spin_loop();
             }
+            let now = Instant::now();
+            preempted |= now.duration_since(last) > PREEMPTED;
+            last = now;
         }
+        preempted
     }
 
     /// parking_lot's `Condvar`, with the two waits the crate uses.
@@ -205,13 +218,14 @@ mod imp {
 
     /// A spin under loom: a few looks at `flag`, yielding between them (loom
     /// has no time, so "until" is a bound on looks, not a deadline).
-    pub(crate) fn spin_until(flag: &loom::sync::atomic::AtomicBool, _until: Instant) {
+    pub(crate) fn spin_until(flag: &loom::sync::atomic::AtomicBool, _until: Instant) -> bool {
         for _ in 0..2 {
             if flag.load(std::sync::atomic::Ordering::Acquire) {
-                return;
+                return false;
             }
             loom::thread::yield_now();
         }
+        false
     }
 
     impl<T> Deref for MutexGuard<'_, T> {
