@@ -1,8 +1,8 @@
 //! Huge durations: `Duration::MAX` as a delay, a period, a jitter, a
-//! timeout, an idle spin or a clock advance. Deadlines saturate at the
-//! clock's cap (about 146 years, the cap JDK 24+ uses), nothing overflows or
-//! panics, nothing huge comes due, and a manual clock advanced by
-//! `Duration::MAX` makes everything due once.
+//! timeout, an idle spin, a clock advance, a lease, a block or an operation
+//! timeout. Deadlines saturate at the clock's cap (about 146 years, the cap
+//! JDK 24+ uses), nothing overflows or panics, nothing huge comes due, and a
+//! manual clock advanced by `Duration::MAX` makes everything due once.
 //!
 //! The same behaviour as Java's suites state it is checked in
 //! `tests/java_conformance/`: `a2_huge_delays_saturate`,
@@ -12,12 +12,17 @@
 //! (`executor_races.rs`).
 
 mod common;
+mod durable_support;
+#[cfg(feature = "redis")]
+mod redis_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{eventually, manual_pool, named_pool, Gate, PoolGuard, EVENTUALLY};
+use durable_support::options_ms;
+use schedpool::durable::{DurablePool, DurableQueue, MemoryBackend, QueueOptions};
 use schedpool::{DelayItem, DelayQueue, ManualClock, ScheduledThreadPool, TaskError};
 
 // ===== the pool =====
@@ -240,4 +245,113 @@ fn huge_deadlines_do_not_overflow() {
     assert!(q.poll().is_none());
     assert!(q.poll_timeout(Duration::from_millis(5)).is_none());
     assert!(q.peek_deadline().unwrap() > Instant::now() + Duration::from_secs(100 * 365 * 86_400));
+}
+
+// ===== the durable queue and pool (in-memory backend) =====
+//
+// A comment below that says how the code goes wrong tells a bug the code
+// once had (all fixed): its test rules the bug out.
+
+/// `wait_idle(Duration::MAX)` ("wait as long as it takes") panics on
+/// `Instant + Duration` overflow; `await_termination` handles the same
+/// input with `checked_add`.
+#[test]
+fn wait_idle_with_an_unbounded_timeout_does_not_panic() {
+    let pool = DurablePool::builder(MemoryBackend::new())
+        .threads(1)
+        .handler("k", |_: &u64, _| Ok(()))
+        .build()
+        .unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool.wait_idle(Duration::MAX)
+    }));
+    pool.shutdown();
+    assert!(matches!(r, Ok(true)), "wait_idle(Duration::MAX) panicked");
+}
+
+/// A `Duration::MAX` lease: the heartbeat thread (which ticks at
+/// `lease / 3`, still an `Instant` on Linux) lives, and the store caps the
+/// lease at `MAX_MS`, so a dropped delivery is still released.
+#[test]
+fn a_huge_lease_still_releases_a_dropped_delivery() {
+    let mem = MemoryBackend::new();
+    let o = QueueOptions {
+        lease: Duration::MAX,
+        max_block: Duration::from_millis(50),
+        ..QueueOptions::default()
+    };
+    let a: DurableQueue<u64> = DurableQueue::with_options(mem.clone(), o).unwrap();
+    let b: DurableQueue<u64> =
+        DurableQueue::with_options(mem.clone(), options_ms(1000, 50)).unwrap();
+    a.put("x", &1, Duration::ZERO).unwrap();
+    let d = a.take().unwrap().expect("due now");
+    std::thread::sleep(Duration::from_millis(50));
+    drop(d);
+    let back = b.poll_timeout(Duration::from_secs(1)).unwrap();
+    assert!(
+        back.is_some(),
+        "the dropped delivery was never released (heartbeat thread died)"
+    );
+}
+
+// ===== the durable queue on Redis =====
+//
+// A comment below that says how the code goes wrong tells a bug the code
+// once had (all fixed): its test rules the bug out.
+
+#[cfg(feature = "redis")]
+mod on_redis {
+    use super::*;
+    use crate::redis_support::{watchdog, Redis};
+    use schedpool::durable::RedisBackend;
+
+    /// `RedisBackend::wait` computes the blocking connection's read timeout
+    /// as `block + 2 s` without overflow care: `max_block = Duration::MAX`
+    /// (accepted by `QueueOptions::check`, and handled by the memory
+    /// backend) panics inside `take`, with the taker's `leader` flag left
+    /// set.
+    #[test]
+    fn redis_take_with_an_unbounded_max_block_does_not_panic() {
+        let redis = Redis::start();
+        watchdog(Duration::from_secs(60), || {
+            let o = QueueOptions {
+                max_block: Duration::MAX,
+                ..QueueOptions::default()
+            };
+            let q: DurableQueue<u64> =
+                DurableQueue::with_options(RedisBackend::connect(&redis.url(), "mb").unwrap(), o)
+                    .unwrap();
+            let q1 = q.clone();
+            let t = std::thread::spawn(move || q1.take().map(|d| d.map(|d| *d.value())));
+            std::thread::sleep(Duration::from_millis(300));
+            q.put("x", &7, Duration::ZERO).unwrap();
+            let r = t.join();
+            q.close();
+            assert!(
+                matches!(r, Ok(Ok(Some(7)))),
+                "take panicked or failed with max_block = Duration::MAX"
+            );
+        });
+    }
+
+    /// `RedisBackend::run` computes `Instant::now() + op_timeout`: an
+    /// unbounded `op_timeout` (`Duration::MAX`) panics at connect instead of
+    /// connecting or returning `DurableError::Config`.
+    #[test]
+    fn redis_connect_with_an_unbounded_op_timeout_does_not_panic() {
+        let redis = Redis::start();
+        let url = redis.url();
+        let r = std::panic::catch_unwind(move || {
+            RedisBackend::connect_with(
+                &url,
+                "opt",
+                schedpool::durable::RedisOptions::default().op_timeout(Duration::MAX),
+            )
+            .map(|_| ())
+        });
+        assert!(
+            r.is_ok(),
+            "connect_with(op_timeout = Duration::MAX) panicked"
+        );
+    }
 }
