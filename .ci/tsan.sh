@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ThreadSanitizer over the concurrency stress tests (ledger, failure modes,
-# delay queue, cancel, shutdown, the ready batch) and the unit tests (among them the racing
+# ThreadSanitizer over the concurrency stress tests (ledger, panics, huge
+# durations, one-shot chains, delay queue, cancel, shutdown, the ready batch) and the unit tests (among them the racing
 # tests of `task_ptr.rs` and `once.rs`, the crate's `unsafe`). Needs a nightly toolchain with rust-src
 # (-Zbuild-std rebuilds std with the sanitizer); skips with a message, and
 # exit code 0, where that is unavailable.
@@ -26,6 +26,6 @@ export RUSTDOCFLAGS="-Zsanitizer=thread"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/tsan}"
 cargo +nightly test -Zbuild-std --target "$host" --release \
-  --lib --test ledger --test failure_modes --test model --test delay_queue --test cancel --test shutdown \
-  --test ready_batch \
+  --lib --test ledger --test panics --test huge_durations --test one_shot --test model \
+  --test delay_queue --test cancel --test shutdown --test ready_batch \
   -- --include-ignored

@@ -1,17 +1,20 @@
 //! Cancellation: O(log n) removal, closure dropped at once, return values,
-//! races with runs, Java's retention policy when asked for.
+//! races with runs, Java's retention policy when asked for, and a task
+//! cancelling itself.
 
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use common::{eventually, Gate, PoolGuard};
-use schedpool::{ScheduledThreadPool, TaskError};
+use common::{eventually, named_pool, Gate, PoolGuard, EVENTUALLY};
+use schedpool::{ScheduledHandle, ScheduledThreadPool, TaskError};
 
 /// Counts drops of the closure's captured state.
 struct DropCounter(Arc<AtomicUsize>);
+
 impl Drop for DropCounter {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::SeqCst);
@@ -112,42 +115,6 @@ fn a_periodic_task_cancelled_mid_run_runs_no_more() {
 }
 
 #[test]
-fn a_task_can_cancel_itself() {
-    let pool = PoolGuard(ScheduledThreadPool::new(1));
-    // Hold the only worker until the task has its own handle.
-    let gate = Gate::new();
-    let g = gate.clone();
-    pool.execute(move || g.wait()).unwrap();
-    let runs = Arc::new(AtomicUsize::new(0));
-    let slot: Arc<std::sync::Mutex<Option<schedpool::ScheduledHandle<()>>>> = Arc::default();
-    let (n, me) = (runs.clone(), slot.clone());
-    let h = pool
-        .schedule_at_fixed_rate(
-            move || {
-                if n.fetch_add(1, Ordering::SeqCst) + 1 == 5 {
-                    assert!(me
-                        .lock()
-                        .unwrap()
-                        .as_ref()
-                        .expect("handle in place")
-                        .cancel());
-                }
-            },
-            Duration::ZERO,
-            Duration::from_millis(1),
-        )
-        .unwrap();
-    *slot.lock().unwrap() = Some(h);
-    gate.open();
-    eventually("self-cancelled", || {
-        slot.lock().unwrap().as_ref().unwrap().is_cancelled()
-    });
-    std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(runs.load(Ordering::SeqCst), 5, "never more than 5 runs");
-    assert_eq!(pool.queue_len(), 0);
-}
-
-#[test]
 fn cancel_racing_the_run_runs_at_most_once_and_tells_the_truth() {
     let pool = PoolGuard(ScheduledThreadPool::new(2));
     for _ in 0..2000 {
@@ -211,5 +178,114 @@ fn cancelling_every_pending_task_empties_the_queue() {
     for i in order {
         assert!(handles[i].cancel());
     }
+    assert_eq!(pool.queue_len(), 0);
+}
+
+// ===== a task cancelling itself =====
+//
+// A task cancels its own handle from inside its run: a one-shot's handle
+// reports cancelled at once (the second cancel is false), a periodic task
+// runs no more. `jtreg_scheduled_tickle_service` in
+// `tests/java_conformance/jtreg.rs` is Java's version (cancel and reschedule).
+
+#[test]
+fn a_one_shot_cancels_itself() {
+    let pool = named_pool(1, "self-cancel");
+    let slot: Arc<OnceLock<ScheduledHandle<u32>>> = Arc::new(OnceLock::new());
+    let s = slot.clone();
+    let (go, wait) = mpsc::channel::<()>();
+    let result = Arc::new(Mutex::new(None));
+    let r = result.clone();
+    let h = pool
+        .submit(move || {
+            wait.recv_timeout(EVENTUALLY).unwrap();
+            let me = s.get().expect("handle stored");
+            *r.lock().unwrap() = Some((me.cancel(), me.is_cancelled(), me.is_done(), me.cancel()));
+            1
+        })
+        .unwrap();
+    // The handle is shared with the task through the slot; keep a way to join.
+    assert!(slot.set(h).is_ok());
+    go.send(()).unwrap();
+    let h = {
+        eventually("the task ran", || result.lock().unwrap().is_some());
+        Arc::try_unwrap(slot).ok().and_then(OnceLock::into_inner)
+    };
+    assert_eq!(*result.lock().unwrap(), Some((true, true, true, false)));
+    if let Some(h) = h {
+        assert_eq!(h.join(), Err(TaskError::Cancelled));
+    }
+}
+
+#[test]
+fn a_task_can_cancel_itself() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    // Hold the only worker until the task has its own handle.
+    let gate = Gate::new();
+    let g = gate.clone();
+    pool.execute(move || g.wait()).unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let slot: Arc<std::sync::Mutex<Option<schedpool::ScheduledHandle<()>>>> = Arc::default();
+    let (n, me) = (runs.clone(), slot.clone());
+    let h = pool
+        .schedule_at_fixed_rate(
+            move || {
+                if n.fetch_add(1, Ordering::SeqCst) + 1 == 5 {
+                    assert!(me
+                        .lock()
+                        .unwrap()
+                        .as_ref()
+                        .expect("handle in place")
+                        .cancel());
+                }
+            },
+            Duration::ZERO,
+            Duration::from_millis(1),
+        )
+        .unwrap();
+    *slot.lock().unwrap() = Some(h);
+    gate.open();
+    eventually("self-cancelled", || {
+        slot.lock().unwrap().as_ref().unwrap().is_cancelled()
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(runs.load(Ordering::SeqCst), 5, "never more than 5 runs");
+    assert_eq!(pool.queue_len(), 0);
+}
+
+#[test]
+fn a_periodic_task_cancels_itself() {
+    let pool = named_pool(1, "self-cancel-p");
+    // Hold the only worker until the task has its own handle.
+    let gate = Gate::new();
+    let g = gate.clone();
+    pool.execute(move || g.wait()).unwrap();
+    let slot: Arc<OnceLock<ScheduledHandle<()>>> = Arc::new(OnceLock::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (s, r) = (slot.clone(), runs.clone());
+    let h = pool
+        .schedule_at_fixed_rate(
+            move || {
+                if r.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
+                    // The handle is set before the gate lets a run start.
+                    assert!(s.get().expect("handle set").cancel());
+                }
+            },
+            Duration::from_millis(10),
+            Duration::from_millis(1),
+        )
+        .unwrap();
+    assert!(slot.set(h).is_ok());
+    gate.open();
+    eventually("the third run", || runs.load(Ordering::SeqCst) >= 3);
+    let h = slot.get().unwrap();
+    assert!(h.wait_timeout(EVENTUALLY));
+    assert!(h.is_cancelled());
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        3,
+        "ran after cancelling itself"
+    );
     assert_eq!(pool.queue_len(), 0);
 }

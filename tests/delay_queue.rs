@@ -1,7 +1,10 @@
-//! DelayQueue: order, FIFO ties, keys, blocking takes, close, clocks.
+//! DelayQueue: order, FIFO ties, keys, blocking takes, close, clocks, and
+//! deadlines read once at `put` (a `Delayed` whose deadline moves later).
+//! Huge deadlines are in `tests/huge_durations.rs`, elements that panic in
+//! `tests/panics.rs`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -188,15 +191,49 @@ fn deadline_is_read_once_at_put() {
     assert_eq!(order, (0..50).collect::<Vec<_>>());
 }
 
+/// A `Delayed` whose deadline the test changes after `put`.
+struct Moving {
+    name: &'static str,
+    deadline: Arc<Mutex<Instant>>,
+}
+
+impl Delayed for Moving {
+    fn deadline(&self) -> Instant {
+        *self.deadline.lock().unwrap()
+    }
+}
+
 #[test]
-fn huge_deadlines_do_not_overflow() {
-    let q = DelayQueue::new();
-    q.put(DelayItem::new("never", Duration::MAX));
-    q.put(DelayItem::new("now", Duration::ZERO));
-    assert_eq!(q.poll().map(DelayItem::into_inner), Some("now"));
+fn a_delayed_type_whose_deadline_changes_after_put() {
+    let clock = ManualClock::new();
+    let t0 = clock.now();
+    let q = DelayQueue::with_clock(clock.clone());
+    let a = Arc::new(Mutex::new(t0 + Duration::from_secs(10)));
+    let b = Arc::new(Mutex::new(t0 + Duration::from_secs(20)));
+    let ka = q.put(Moving {
+        name: "a",
+        deadline: a.clone(),
+    });
+    q.put(Moving {
+        name: "b",
+        deadline: b.clone(),
+    });
+    // Move both after put: a far away, b to the past.
+    *a.lock().unwrap() = t0 + Duration::from_secs(1000);
+    *b.lock().unwrap() = t0 - Duration::from_secs(1);
+    // The queue keeps the deadlines read at put: nothing is due yet, the
+    // order is still a then b, and nothing panics or corrupts the heap.
+    assert!(q.poll().is_none(), "b came out early");
+    assert_eq!(q.peek_deadline(), Some(t0 + Duration::from_secs(10)));
+    schedpool::internals::check_delay_queue(&q).unwrap();
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(q.poll().map(|m| m.name), Some("a"));
+    assert!(q.remove(ka).is_none());
     assert!(q.poll().is_none());
-    assert!(q.poll_timeout(Duration::from_millis(5)).is_none());
-    assert!(q.peek_deadline().unwrap() > Instant::now() + Duration::from_secs(100 * 365 * 86_400));
+    clock.advance(Duration::from_secs(10));
+    let rest: Vec<_> = q.drain_expired().into_iter().map(|m| m.name).collect();
+    assert_eq!(rest, vec!["b"]);
+    schedpool::internals::check_delay_queue(&q).unwrap();
 }
 
 #[test]

@@ -1,15 +1,30 @@
-//! The durable API on the in-memory backend with a `ManualClock`: what a
-//! user's own tests do ("the order closes after 30 minutes", instantly).
+//! The durable API on the in-memory backend. With a `ManualClock`: what a
+//! user's own tests do ("the order closes after 30 minutes", instantly). On
+//! the real clock, the races of the leader/follower taker and the pool
+//! around the store's round trips: heartbeats of an extended lease, a claim
+//! that outlives its takers, close, `wait_idle`, `shutdown_now`, generated
+//! ids, repeated acks.
+//!
+//! Some of the latter wrap the in-memory backend in `Laggy`, which only adds
+//! delays (as the round trips of a real store would) around the real
+//! operations: it changes no semantics, it only widens race windows
+//! deterministically.
+
+mod durable_support;
 
 use schedpool::durable::{
-    DurableError, DurablePool, DurableQueue, MemoryBackend, Put, QueueOptions, Removed,
+    DurableBackend, DurableError, DurablePool, DurableQueue, MemoryBackend, Put, PutMode,
+    QueueOptions, Removed, When,
 };
 use schedpool::ManualClock;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use durable_support::options_ms;
+
 const MIN: Duration = Duration::from_secs(60);
+
 const WAIT: Duration = Duration::from_secs(10);
 
 type Log = Arc<Mutex<Vec<(u64, u32, u64)>>>;
@@ -29,6 +44,10 @@ fn recording_pool(clock: &ManualClock, threads: usize) -> (DurablePool, Log) {
         .unwrap();
     (pool, log)
 }
+
+/// The in-memory backend with optional delays (before a claim or a nack,
+/// after a counts read): see `tests/durable_support`.
+type Laggy = durable_support::Probed<MemoryBackend>;
 
 #[test]
 fn an_order_closes_after_30_minutes_and_not_before() {
@@ -437,4 +456,296 @@ fn a_handler_sees_its_lease_lost_when_the_item_is_cancelled_mid_run() {
     assert!(pool.wait_idle(WAIT));
     assert_eq!(pool.stats().lease_lost, 1, "its ack was refused");
     assert_eq!(pool.stats().succeeded, 0);
+}
+
+// ===== on the real clock: leases and claims =====
+//
+// A comment below that says how the code goes wrong tells a bug the code
+// once had (all fixed): its test rules the bug out.
+
+/// `Delivery::extend(d)` promises "keeps heartbeats renewing it to that
+/// length", but the heartbeat thread ticks every `queue lease / 3`, fixed
+/// at start. With `d` shorter than the tick, the lease lapses between
+/// beats and another consumer claims the item while the first delivery is
+/// alive (and was never told its lease was lost). In seconds, not tens of
+/// milliseconds (a 9 s lease extended to 900 ms, watched for 3 s): the
+/// fixed 3 s tick lets it lapse, while a heartbeat a loaded machine delays
+/// by 60 ms does not.
+#[test]
+fn extend_to_a_shorter_lease_keeps_the_item_held() {
+    let mem = MemoryBackend::new();
+    let a: DurableQueue<u64> =
+        DurableQueue::with_options(mem.clone(), options_ms(9_000, 50)).unwrap();
+    let b: DurableQueue<u64> =
+        DurableQueue::with_options(mem.clone(), options_ms(9_000, 50)).unwrap();
+    a.put("x", &1, Duration::ZERO).unwrap();
+    let held = a.take().unwrap().expect("due now");
+    held.extend(Duration::from_millis(900)).unwrap();
+    let until = Instant::now() + Duration::from_millis(3_000);
+    let mut stolen = None;
+    while Instant::now() < until {
+        if let Some(d) = b.poll().unwrap() {
+            stolen = Some((d.token(), held.lease_lost()));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        stolen, None,
+        "a second consumer claimed the item (token, first holder's lease_lost) \
+         while the first delivery was alive and heartbeating"
+    );
+    held.ack().unwrap();
+}
+
+/// The leader claims `takers` items, but a timed taker can leave during the
+/// claim's round trip. The surplus sits in the local buffer without a
+/// heartbeat; its lease expires, another process claims it, and a later
+/// `poll` here hands out the stale copy: two live holders of one item.
+#[test]
+fn a_surplus_claim_is_not_handed_out_after_its_lease_expired() {
+    let mem = MemoryBackend::new();
+    let a: DurableQueue<u64> = DurableQueue::with_options(
+        Laggy::new(mem.clone()).claim_delay(200),
+        options_ms(300, 2000),
+    )
+    .unwrap();
+    let b: DurableQueue<u64> =
+        DurableQueue::with_options(mem.clone(), options_ms(300, 50)).unwrap();
+
+    // T1 leads and waits in the store (nothing is due yet).
+    let a1 = a.clone();
+    let t1 = std::thread::spawn(move || {
+        let d = a1
+            .poll_timeout(Duration::from_secs(5))
+            .unwrap()
+            .expect("x1 or x2");
+        let id = d.id().to_string();
+        d.ack().unwrap();
+        id
+    });
+    std::thread::sleep(Duration::from_millis(250));
+    // T2 follows with a short limit: it is counted when T1 takes the lead
+    // again, and leaves while T1's claim (200 ms) is in flight.
+    let a2 = a.clone();
+    let t2 = std::thread::spawn(move || {
+        a2.poll_timeout(Duration::from_millis(150))
+            .unwrap()
+            .map(|d| d.id().to_string())
+    });
+    std::thread::sleep(Duration::from_millis(10));
+    b.put("x1", &1, Duration::ZERO).unwrap();
+    b.put("x2", &2, Duration::ZERO).unwrap();
+    let first = t1.join().unwrap();
+    assert_eq!(
+        t2.join().unwrap(),
+        None,
+        "T2 left before the claim returned"
+    );
+    let other = if first == "x1" { "x2" } else { "x1" };
+
+    // The stranded item's lease (300 ms) expires; process B claims it.
+    std::thread::sleep(Duration::from_millis(500));
+    let theirs = b
+        .poll()
+        .unwrap()
+        .expect("the expired lease is reclaimed by B");
+    assert_eq!(theirs.id(), other);
+
+    // A must not hand out its stale copy while B holds the item.
+    let stale = a.poll().unwrap();
+    assert!(
+        stale.is_none(),
+        "A handed out {:?} (token {:?}) while B holds it under token {}",
+        stale.as_ref().map(|d| d.id().to_string()),
+        stale.as_ref().map(|d| d.token()),
+        theirs.token()
+    );
+    theirs.ack().unwrap();
+}
+
+/// Receipts: a repeated ack with the holder's token answers as the first.
+#[test]
+fn a_repeated_ack_answers_as_the_first() {
+    let mem = MemoryBackend::new();
+    mem.put(
+        "x",
+        &[1, 0, 0],
+        When::After(Duration::ZERO),
+        PutMode::Replace,
+    )
+    .unwrap();
+    let c = mem
+        .claim(Duration::from_secs(5), 1, 0)
+        .unwrap()
+        .items
+        .remove(0);
+    assert!(mem.ack("x", c.token).unwrap());
+    assert!(mem.ack("x", c.token).unwrap());
+    assert!(!mem.ack("x", c.token + 1).unwrap());
+}
+
+/// Leader/follower: many takers and a trickle of items, none lost.
+#[test]
+fn takers_get_a_trickle_of_items_once() {
+    let queue: DurableQueue<u64> =
+        DurableQueue::with_options(MemoryBackend::new(), options_ms(5_000, 200)).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (q, seen) = (queue.clone(), seen.clone());
+            std::thread::spawn(move || {
+                while let Some(d) = q.take().unwrap() {
+                    seen.lock().unwrap().push(*d.value());
+                    d.ack().unwrap();
+                }
+            })
+        })
+        .collect();
+    for i in 0..200u64 {
+        queue
+            .put(&format!("i{i}"), &i, Duration::from_millis(i % 7))
+            .unwrap();
+        if i % 10 == 0 {
+            std::thread::sleep(Duration::from_millis(3));
+        }
+    }
+    let until = Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().len() < 200 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    queue.close();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..200).collect::<Vec<_>>());
+}
+
+/// `push` promises ids "time-ordered within this process", so ties come out
+/// FIFO. The ms part is process-wide (`FLOOR`), but the sequence `last` is
+/// per `IdGen`, i.e. per queue handle: within one ms, a second handle's
+/// first id (seq 0) sorts before the first handle's later ids.
+#[test]
+fn generated_ids_of_two_handles_in_one_process_sort_in_creation_order() {
+    let mem = MemoryBackend::with_clock(ManualClock::new());
+    let q1: DurableQueue<u64> = DurableQueue::new(mem.clone());
+    let q2: DurableQueue<u64> = DurableQueue::new(mem.clone());
+    for _ in 0..1000 {
+        for _ in 0..20 {
+            q1.next_id();
+        }
+        let a = q1.next_id();
+        let b = q2.next_id();
+        if a[..12] == b[..12] {
+            assert!(a < b, "id {b} made after {a} sorts before it");
+            return;
+        }
+    }
+    panic!("never got two ids in one ms");
+}
+
+// ===== on the real clock: close, wait_idle and shutdown_now =====
+//
+// A comment below that says how the code goes wrong tells a bug the code
+// once had (all fixed): its test rules the bug out.
+
+/// Two queues on clones of one `MemoryBackend` model two processes on one
+/// Redis. Closing A sets the *shared* `unblocked` flag, which B's waiting
+/// leader consumes; A's leader (its claim still in flight) then waits its
+/// whole `max_block`. On Redis each process has its own backend and its
+/// own `unblock_pending`, so close is never stolen.
+#[test]
+fn closing_one_queue_is_not_stolen_by_another_on_a_shared_memory_backend() {
+    let mem = MemoryBackend::new();
+    let a: DurableQueue<u64> = DurableQueue::with_options(
+        Laggy::new(mem.clone()).claim_delay(300),
+        options_ms(30_000, 8_000),
+    )
+    .unwrap();
+    let b: DurableQueue<u64> =
+        DurableQueue::with_options(mem.clone(), options_ms(30_000, 8_000)).unwrap();
+    let b1 = b.clone();
+    let tb = std::thread::spawn(move || b1.take().unwrap().is_none());
+    std::thread::sleep(Duration::from_millis(100)); // B's leader waits in the store
+    let (tx, rx) = mpsc::channel();
+    let a1 = a.clone();
+    std::thread::spawn(move || {
+        let r = a1.take().unwrap().is_none();
+        tx.send(r).unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(100)); // A's leader is claiming
+    let t = Instant::now();
+    a.close();
+    let r = rx.recv_timeout(Duration::from_secs(2));
+    let took = t.elapsed();
+    b.close();
+    assert!(tb.join().unwrap());
+    assert_eq!(
+        r,
+        Ok(true),
+        "A's take did not return None within 2 s of close ({took:?})"
+    );
+}
+
+/// `is_idle` checks `busy` first, then reads counts, the head and the time
+/// in three separate store calls. A claim landing between the counts and
+/// the head makes it report idle while the handler runs: the module docs'
+/// own example (`advance; wait_idle; assert succeeded == 1`) can fail.
+#[test]
+fn wait_idle_is_not_true_while_a_handler_runs() {
+    let clock = ManualClock::new();
+    let backend = Laggy::new(MemoryBackend::with_clock(clock.clone()))
+        .claim_delay(50)
+        .counts_delay(100);
+    let pool = DurablePool::builder(backend)
+        .threads(1)
+        .max_block(Duration::from_secs(5))
+        .handler("slow", |_: &u64, _| {
+            std::thread::sleep(Duration::from_millis(400));
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    pool.schedule("slow", "job", &1u64, Duration::from_secs(60))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200)); // the worker waits in the store
+    clock.advance(Duration::from_secs(60));
+    assert!(pool.wait_idle(Duration::from_secs(5)));
+    let succeeded = pool.stats().succeeded;
+    pool.shutdown();
+    assert!(pool.await_termination(Duration::from_secs(5)));
+    assert_eq!(
+        succeeded, 1,
+        "wait_idle returned true before the run finished"
+    );
+}
+
+/// `close_and_list` waits only until the leader's turn ends (`leader` is
+/// cleared), then returns `released`; the leader nacks those items *after*
+/// unlocking. So `shutdown_now()` can return ids that are still leased in
+/// the store (and whose release may yet fail).
+#[test]
+fn shutdown_now_returns_after_the_items_it_lists_are_released() {
+    let mem = MemoryBackend::new();
+    let backend = Laggy::new(mem.clone()).claim_delay(200).nack_delay(300);
+    let pool = DurablePool::builder(backend)
+        .threads(1)
+        .lease(Duration::from_secs(30))
+        .handler("k", |_: &u64, _| Ok(()))
+        .build()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(250)); // first (empty) claim done
+    pool.schedule("k", "x", &1u64, Duration::ZERO).unwrap(); // wakes the leader: claim in flight
+    std::thread::sleep(Duration::from_millis(50));
+    let ids = pool.shutdown_now();
+    let counts = mem.counts().unwrap();
+    assert!(pool.await_termination(Duration::from_secs(5)));
+    assert_eq!(ids, vec!["x".to_string()]);
+    assert_eq!(
+        (counts.pending, counts.in_flight),
+        (1, 0),
+        "shutdown_now returned {ids:?} while the item was still leased"
+    );
 }

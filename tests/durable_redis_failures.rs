@@ -10,6 +10,8 @@
 //!   survives (AOF everysec), consumers reconnect by themselves.
 //! - T11: Redis is unavailable for 5 s (killed, or SIGSTOPped): puts fail in
 //!   time, takes retry without spinning, nothing put before is lost.
+//!   A put whose reply timed out is `Unavailable` (it may yet apply), and
+//!   repeating it leaves one item.
 //! - T13: out of memory refuses puts with nothing written and lets consumers
 //!   drain; an unsafe server configuration warns, or fails in strict mode.
 //!
@@ -1218,6 +1220,47 @@ fn t11_redis_killed_for_5s_no_hang_no_spin() {
 #[test]
 fn t11_redis_stopped_for_5s_no_hang_no_spin() {
     watchdog(Duration::from_secs(90), || t11(Outage::Stopped, "t11s"));
+}
+
+/// docs/durable.md, "Nothing accepted is lost": "`put` returns `Err`
+/// when the server refuses it (out of memory, unreachable), and then
+/// nothing was written." An `Unavailable` after a read timeout is
+/// ambiguous: the script may run once the server catches up.
+#[test]
+fn redis_a_put_that_timed_out_is_unknown_and_repeatable() {
+    let redis = Redis::start();
+    watchdog(Duration::from_secs(60), || {
+        let q: DurableQueue<u64> = DurableQueue::with_options(
+            RedisBackend::connect_with(
+                &redis.url(),
+                "amb",
+                schedpool::durable::RedisOptions::default().op_timeout(Duration::from_millis(500)),
+            )
+            .unwrap(),
+            durable_support::options_ms(30_000, 5_000),
+        )
+        .unwrap();
+        q.put("warm-up", &0, Duration::from_secs(60)).unwrap(); // loads the script
+        q.remove("warm-up").unwrap();
+        let pid = redis.pid().unwrap();
+        crate::redis_support::signal(pid, "STOP");
+        let r = q.put("ghost", &1, Duration::from_secs(60));
+        crate::redis_support::signal(pid, "CONT");
+        // The documented contract (docs/durable.md): a put that could not
+        // get its reply is Unavailable, not Refused, because the server
+        // may apply it later (here it does, on SIGCONT).
+        assert!(
+            matches!(r, Err(DurableError::Unavailable(_))),
+            "a stopped server gives Unavailable: {r:?}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(q.counts().unwrap().pending <= 1, "at most the one item");
+        // Repeating the put is safe: one item, with the repeated value.
+        q.put("ghost", &2, Duration::from_secs(60)).unwrap();
+        assert_eq!(q.counts().unwrap().pending, 1);
+        assert_eq!(q.remove("ghost").unwrap(), Removed::Pending(2));
+        q.close();
+    });
 }
 
 // ---------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 //! early and ordered, wake-ups, lost wake-ups, cancel by id at 1M items,
 //! re-put), plus edge cases a user relies on: a dropped delivery comes back
 //! at once, a nack's delay is never cut short, stale holders cannot disturb
-//! a re-put item, and unknown formats are refused.
+//! a re-put item, and unknown formats are refused; an extended lease is
+//! kept by the heartbeat, `wait_idle` waits for a running handler, close is
+//! never lost, and `poll_timeout` returns near its timeout.
 //!
 //! Each test runs against its own `redis-server` (tests/redis_support).
 //! "Never early" compares the server deadline with the server claim time,
@@ -24,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use redis_support::{watchdog, Redis};
 use schedpool::durable::{
-    Counts, DurableBackend, DurableError, DurableQueue, Put, QueueOptions, RedisBackend,
-    RedisDelayQueue, Removed,
+    Counts, DurableBackend, DurableError, DurablePool, DurableQueue, Put, QueueOptions,
+    RedisBackend, RedisDelayQueue, Removed,
 };
 
 // ---------------------------------------------------------------------------
@@ -186,7 +188,7 @@ fn p99(samples: &mut [Duration]) -> Duration {
 // (tests/durable_support)
 // ---------------------------------------------------------------------------
 
-use durable_support::{Probe, Probed};
+use durable_support::{options_ms, Probe, Probed};
 
 fn counting_queue(
     redis: &Redis,
@@ -1258,5 +1260,150 @@ fn unknown_format_versions_are_refused() {
         let c = q.counts().unwrap();
         assert_eq!((c.pending, c.in_flight, c.dead), (0, 0, 1));
         eprintln!("format: {:?}", started.elapsed());
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Leases, wait_idle, close and poll_timeout
+// ---------------------------------------------------------------------------
+//
+// A comment below that says how the code goes wrong tells a bug the code
+// once had (all fixed): its test rules the bug out.
+
+/// The heartbeat race of `extend_to_a_shorter_lease_keeps_the_item_held`
+/// (`tests/durable_memory.rs`), on Redis.
+#[test]
+fn redis_extend_to_a_shorter_lease_keeps_the_item_held() {
+    let _g = shared();
+    let redis = Redis::start();
+    watchdog(Duration::from_secs(60), || {
+        let conn = |_: ()| RedisBackend::connect(&redis.url(), "ext").unwrap();
+        let a: DurableQueue<u64> =
+            DurableQueue::with_options(conn(()), options_ms(9_000, 50)).unwrap();
+        let b: DurableQueue<u64> =
+            DurableQueue::with_options(conn(()), options_ms(9_000, 50)).unwrap();
+        a.put("x", &1, Duration::ZERO).unwrap();
+        let held = a.take().unwrap().expect("due now");
+        held.extend(Duration::from_millis(900)).unwrap();
+        let until = Instant::now() + Duration::from_millis(3_000);
+        let mut stolen = None;
+        while Instant::now() < until {
+            if let Some(d) = b.poll().unwrap() {
+                stolen = Some((d.token(), held.lease_lost()));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        a.close();
+        b.close();
+        assert_eq!(
+            stolen, None,
+            "a second consumer claimed a live delivery's item"
+        );
+    });
+}
+
+/// The `wait_idle` race without any added delay: an item due now, a
+/// 200 ms handler, and `wait_idle` right after the put. Counts, head and
+/// time are three round trips; the worker's claim can land between the
+/// first two.
+#[test]
+fn redis_wait_idle_is_not_true_while_a_handler_runs() {
+    let _g = shared();
+    let redis = Redis::start();
+    watchdog(Duration::from_secs(120), || {
+        let done = Arc::new(AtomicU64::new(0));
+        let d2 = done.clone();
+        let pool = DurablePool::builder(RedisBackend::connect(&redis.url(), "idle").unwrap())
+            .threads(1)
+            .handler("k", move |_: &u64, _| {
+                std::thread::sleep(Duration::from_millis(100));
+                d2.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            })
+            .build()
+            .unwrap();
+        let mut early = 0;
+        for i in 0..40u64 {
+            pool.schedule("k", &format!("j{i}"), &i, Duration::ZERO)
+                .unwrap();
+            assert!(pool.wait_idle(Duration::from_secs(5)));
+            if done.load(Ordering::SeqCst) != i + 1 {
+                early += 1;
+                // let it finish before the next round
+                while done.load(Ordering::SeqCst) != i + 1 {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        }
+        pool.shutdown();
+        assert!(pool.await_termination(Duration::from_secs(5)));
+        assert_eq!(
+            early, 0,
+            "wait_idle returned true {early}/40 times while the handler ran"
+        );
+    });
+}
+
+/// Stress of the in_wait/unblock_pending protocol: close at random
+/// points around the start of the block. Every take returns quickly.
+#[test]
+fn redis_close_is_never_lost() {
+    let _g = shared();
+    let redis = Redis::start();
+    watchdog(Duration::from_secs(120), || {
+        let mut worst = Duration::ZERO;
+        for i in 0..60u64 {
+            let q: DurableQueue<u64> = DurableQueue::with_options(
+                RedisBackend::connect(&redis.url(), "cl").unwrap(),
+                options_ms(30_000, 5_000),
+            )
+            .unwrap();
+            let q1 = q.clone();
+            let t = std::thread::spawn(move || q1.take().unwrap().is_none());
+            std::thread::sleep(Duration::from_micros((i * 97) % 3000));
+            let start = Instant::now();
+            q.close();
+            assert!(t.join().unwrap());
+            worst = worst.max(start.elapsed());
+        }
+        // A lost close costs the whole 5 s `max_block`; 2 s leaves a
+        // loaded machine room.
+        assert!(worst < Duration::from_secs(2), "close took {worst:?}");
+    });
+}
+
+/// `poll_timeout(d)` is documented as "blocking at most d". With nothing
+/// pending the leader blocks in `BZPOPMIN d`, which Redis times out only
+/// on its next `serverCron` tick (100 ms at `hz 10`): the nap applies to
+/// the store's due hint but not to the caller's own limit.
+#[test]
+fn redis_poll_timeout_returns_near_its_timeout() {
+    let _g = shared();
+    let redis = Redis::start();
+    watchdog(Duration::from_secs(60), || {
+        let q: DurableQueue<u64> = DurableQueue::with_options(
+            RedisBackend::connect(&redis.url(), "pt").unwrap(),
+            options_ms(30_000, 5_000),
+        )
+        .unwrap();
+        // Counted, not the worst: one call a loaded machine delays by
+        // 40 ms is noise; a wait that ends on the server's tick (20 to
+        // 120 ms) is late in most calls.
+        let mut took = Vec::new();
+        for _ in 0..20 {
+            let t = Instant::now();
+            assert!(q.poll_timeout(Duration::from_millis(20)).unwrap().is_none());
+            took.push(t.elapsed());
+        }
+        q.close();
+        let late = took
+            .iter()
+            .filter(|&&d| d >= Duration::from_millis(60))
+            .count();
+        assert!(
+            late <= 4,
+            "poll_timeout(20 ms): {late} of 20 calls took 60 ms or more: {took:?}"
+        );
     });
 }

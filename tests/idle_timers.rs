@@ -1,5 +1,6 @@
 //! Idle timers: touch pushes the deadline back without heap operations;
-//! the timer fires once idle; touch racing expiry tells the truth.
+//! the timer fires once idle; touch racing expiry tells the truth; an idle
+//! timer cannot be triggered.
 
 mod common;
 
@@ -7,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{PoolGuard, EVENTUALLY};
+use common::{manual_pool, PoolGuard, EVENTUALLY};
 use schedpool::{ManualClock, ScheduledThreadPool, TaskError};
 
 #[test]
@@ -94,4 +95,25 @@ fn touch_racing_expiry_never_loses_a_touch_that_returned_true() {
         assert!(timer.into_handle().wait_timeout(EVENTUALLY));
     }
     assert_eq!(fired_early.load(Ordering::SeqCst), 0);
+}
+
+/// `trigger()` on an idle timer's handle used to return true ("runs the task
+/// now") while the worker's `rearm` silently pushed it back to its old
+/// deadline. An idle timer fires on idleness only: `trigger` now says so by
+/// returning false, and the timer is left exactly as it was.
+#[test]
+fn trigger_of_an_idle_timer_is_refused_and_changes_nothing() {
+    let (clock, pool) = manual_pool(1);
+    let timer = pool
+        .idle_timer(Duration::from_secs(3600), || "fired")
+        .unwrap();
+    assert!(
+        !timer.handle().trigger(),
+        "an idle timer cannot be triggered"
+    );
+    assert!(pool.wait_idle(Duration::from_secs(2)));
+    assert!(!timer.handle().is_done());
+    assert_eq!(timer.handle().delay(), Duration::from_secs(3600));
+    clock.advance(Duration::from_secs(3600));
+    assert_eq!(timer.into_handle().join(), Ok("fired"));
 }

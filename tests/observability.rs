@@ -1,7 +1,9 @@
 //! The tracing contract of API.md: a `task` span per run with `id`, `kind`,
 //! `lateness_us`; an ERROR event with the panic message; DEBUG on
-//! rejection, INFO on shutdown; a WARN on pool starvation.
+//! rejection, INFO on shutdown; a WARN on pool starvation. And a subscriber
+//! is user code: one that reads the pool it observes does not deadlock.
 
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,6 +28,7 @@ struct Seen {
 struct Capture(Arc<Mutex<Vec<Seen>>>);
 
 struct Fields(Vec<(String, String)>);
+
 impl Visit for Fields {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         self.0
@@ -74,7 +77,7 @@ fn field<'a>(s: &'a Seen, name: &str) -> Option<&'a str> {
 fn spans_and_events_follow_the_contract() {
     let capture = Capture::default();
     let subscriber = tracing_subscriber::registry().with(capture.clone());
-    // Global: worker threads must see it too. This is the only test in this file.
+    // Global: worker threads must see it too. No other test in this file sets one.
     tracing::subscriber::set_global_default(subscriber).unwrap();
 
     let pool = ScheduledThreadPool::builder()
@@ -159,5 +162,45 @@ fn spans_and_events_follow_the_contract() {
         seen.iter()
             .any(|s| s.level == Level::DEBUG && s.target.starts_with("schedpool")),
         "rejection DEBUG"
+    );
+}
+
+/// A `tracing` subscriber is user code: the "pool terminated" INFO event
+/// must not be emitted under the pool lock, or a subscriber that reads the
+/// pool it observes (a metrics layer calling `queue_len()`) self-deadlocks.
+#[test]
+fn a_subscriber_reading_the_pool_on_its_events_does_not_deadlock() {
+    use std::sync::OnceLock;
+    use tracing::{Event, Subscriber};
+    use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+    struct ReadsPool(Arc<OnceLock<ScheduledThreadPool>>);
+    impl<S: Subscriber> Layer<S> for ReadsPool {
+        fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+            if event.metadata().target().starts_with("schedpool") {
+                if let Some(pool) = self.0.get() {
+                    let _ = pool.queue_len();
+                }
+            }
+        }
+    }
+
+    let cell = Arc::new(OnceLock::new());
+    let pool = ScheduledThreadPool::new(1);
+    cell.set(pool.clone()).ok().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let layer_cell = cell.clone();
+    std::thread::spawn(move || {
+        let subscriber = tracing_subscriber::registry().with(ReadsPool(layer_cell));
+        tracing::subscriber::with_default(subscriber, || {
+            // No worker was ever started: shutdown terminates the pool
+            // itself, under its lock, on this thread.
+            pool.shutdown();
+        });
+        tx.send(()).unwrap();
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_secs(3)).is_ok(),
+        "shutdown() deadlocked: the subscriber ran under the pool lock"
     );
 }

@@ -1,12 +1,14 @@
-//! One-shot tasks: execute, submit, schedule; order, FIFO, counters, threads.
+//! One-shot tasks: execute, submit, schedule; order, FIFO, counters, threads
+//! (lazy, core 0), and tasks that schedule more tasks.
 
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{eventually, Gate, Log, PoolGuard, EVENTUALLY};
+use common::{eventually, named_pool, Gate, Log, PoolGuard, EVENTUALLY};
 use schedpool::ScheduledThreadPool;
 
 #[test]
@@ -208,25 +210,27 @@ fn zero_core_threads_still_runs_tasks_with_one_thread() {
     assert_eq!(pool.submit(|| 5).unwrap().join().unwrap(), 5);
 }
 
+/// A core-0 pool's worker leaves after its 10 ms keep-alive with nothing
+/// queued. Before, the limit was computed once, before the wait: a worker
+/// timing a far task that was then cancelled stayed (as leader of nothing)
+/// until the cancelled task's old deadline, an hour here.
 #[test]
-fn huge_delays_never_come_due_and_never_panic() {
-    let pool = PoolGuard(ScheduledThreadPool::new(1));
-    let gate = Gate::new();
-    let g = gate.clone();
-    pool.execute(move || g.wait()).unwrap();
-    let due = pool.submit(|| "due").unwrap();
-    let never = pool.schedule(|| "never", Duration::MAX).unwrap();
-    let never_rate = pool
-        .schedule_at_fixed_rate(|| {}, Duration::MAX, Duration::MAX)
-        .unwrap();
-    let never_delay = pool
-        .schedule_with_fixed_delay(|| {}, Duration::MAX, Duration::MAX)
-        .unwrap();
-    gate.open();
-    assert_eq!(due.join().unwrap(), "due");
-    assert!(!never.is_done());
-    assert!(never.delay() > Duration::from_secs(100 * 365 * 86_400));
-    assert!(!never_rate.is_done() && !never_delay.is_done());
+fn a_core0_worker_leaves_after_a_cancel_empties_the_queue() {
+    let pool = ScheduledThreadPool::new(0);
+    let far = pool.schedule(|| (), Duration::from_secs(3600)).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(pool.pool_size(), 1, "one worker waits for the far task");
+    assert!(far.cancel());
+    let t0 = std::time::Instant::now();
+    while pool.pool_size() != 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the worker outlived its keep-alive by far"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // It comes back for new work.
+    assert_eq!(pool.submit(|| 7).unwrap().join().unwrap(), 7);
 }
 
 #[test]
@@ -245,6 +249,45 @@ fn tasks_can_schedule_more_tasks() {
     eventually("10,001 chained tasks ran", || {
         count.load(Ordering::SeqCst) == 10_001
     });
+}
+
+#[test]
+fn ten_thousand_chained_follow_ups() {
+    const N: usize = 10_000;
+    let pool = named_pool(2, "chain");
+    let seen = Arc::new(Mutex::new(Vec::with_capacity(N)));
+    let (done, finished) = mpsc::channel();
+
+    fn link(
+        pool: ScheduledThreadPool,
+        i: usize,
+        seen: Arc<Mutex<Vec<usize>>>,
+        done: mpsc::Sender<()>,
+    ) {
+        seen.lock().unwrap().push(i);
+        if i + 1 == N {
+            done.send(()).unwrap();
+            return;
+        }
+        let next = pool.clone();
+        // Every other link is delayed a little, to mix due and timed paths.
+        let delay = if i % 100 == 0 {
+            Duration::from_micros(100)
+        } else {
+            Duration::ZERO
+        };
+        pool.schedule(move || link(next, i + 1, seen, done), delay)
+            .expect("follow-up rejected");
+    }
+
+    let (p, s) = (pool.0.clone(), seen.clone());
+    pool.execute(move || link(p, 0, s, done)).unwrap();
+    finished
+        .recv_timeout(EVENTUALLY)
+        .expect("chain did not finish");
+    assert_eq!(*seen.lock().unwrap(), (0..N).collect::<Vec<_>>());
+    assert_eq!(pool.task_count(), N as u64);
+    eventually("all counted", || pool.completed_task_count() == N as u64);
 }
 
 /// A worker asleep until a far task is woken by a near one submitted next

@@ -1,14 +1,17 @@
-//! Panics: workers survive, handles report, periodic tasks stop, panicking
-//! destructors are contained.
+//! Panics: workers survive, handles report (at once), periodic tasks stop,
+//! and panics in user code around a body are contained: in the `Drop` of a
+//! captured value, a result or a panic payload, in a `RunOutcome`, and in a
+//! delay-queue element's `Drop` or `deadline()`.
 
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::{eventually, PoolGuard};
-use schedpool::{ScheduledThreadPool, TaskError};
+use common::{eventually, named_pool, PoolGuard, EVENTUALLY};
+use schedpool::{DelayQueue, Delayed, Next, RunOutcome, ScheduledThreadPool, TaskError, TaskState};
 
 #[test]
 fn a_panicking_task_does_not_kill_its_worker() {
@@ -58,6 +61,67 @@ fn non_string_payloads_are_reported() {
 }
 
 #[test]
+fn many_panics_keep_the_pool_healthy() {
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    let handles: Vec<_> = (0..200)
+        .map(|i| {
+            pool.submit(move || if i % 2 == 0 { panic!("even {i}") } else { i })
+                .unwrap()
+        })
+        .collect();
+    let (mut ok, mut failed) = (0, 0);
+    for h in handles {
+        match h.join() {
+            Ok(_) => ok += 1,
+            Err(e) => {
+                assert!(e.is_panic());
+                failed += 1;
+            }
+        }
+    }
+    assert_eq!((ok, failed), (100, 100));
+    eventually("all counted", || pool.completed_task_count() == 200);
+    assert_eq!(pool.pool_size(), 2);
+}
+
+/// A one-shot task is `DONE` a moment before its panic message is written
+/// into its result cell: `last_failure` right after `is_done` returned
+/// `None` in 15–22% of tries. It now waits for the outcome of a finished
+/// task.
+#[test]
+fn last_failure_is_there_as_soon_as_the_handle_is_done() {
+    let pool = ScheduledThreadPool::new(1);
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    for i in 0..500u32 {
+        let h = pool
+            .schedule(move || -> u32 { panic!("boom {i}") }, Duration::ZERO)
+            .unwrap();
+        while !h.is_done() {
+            std::hint::spin_loop();
+        }
+        assert_eq!(h.last_failure(), Some(format!("boom {i}")), "try {i}");
+        assert_eq!(h.failure_count(), 1);
+    }
+    std::panic::set_hook(previous);
+    assert!(pool.shutdown().await_termination(Duration::from_secs(10)));
+}
+
+// ===== panics inside Drop =====
+
+/// Panics when dropped (unless already panicking).
+struct Bomb(Arc<AtomicUsize>);
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        if !std::thread::panicking() {
+            panic!("bomb dropped");
+        }
+    }
+}
+
+#[test]
 fn a_panic_inside_a_captured_values_drop_is_contained() {
     struct Bomb;
     impl Drop for Bomb {
@@ -92,25 +156,272 @@ fn a_panic_inside_a_captured_values_drop_is_contained() {
 }
 
 #[test]
-fn many_panics_keep_the_pool_healthy() {
-    let pool = PoolGuard(ScheduledThreadPool::new(2));
-    let handles: Vec<_> = (0..200)
-        .map(|i| {
-            pool.submit(move || if i % 2 == 0 { panic!("even {i}") } else { i })
-                .unwrap()
+fn captured_value_panics_in_drop_after_the_body_ran() {
+    let pool = named_pool(1, "bomb-run");
+    let drops = Arc::new(AtomicUsize::new(0));
+    let bomb = Bomb(drops.clone());
+    let h = pool
+        .submit(move || {
+            let _keep = &bomb; // captured by value, dropped when the call ends
+            7
         })
-        .collect();
-    let (mut ok, mut failed) = (0, 0);
-    for h in handles {
-        match h.join() {
-            Ok(_) => ok += 1,
-            Err(e) => {
-                assert!(e.is_panic());
-                failed += 1;
-            }
+        .unwrap();
+    // The call of the closure panicked (in the drop of its capture): the
+    // handle reports the panic, nothing escapes into the worker.
+    match h.join() {
+        Err(TaskError::Panicked(msg)) => assert!(msg.contains("bomb dropped"), "{msg}"),
+        other => panic!("expected Panicked, got {other:?}"),
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    let first = pool
+        .submit(|| std::thread::current().id())
+        .unwrap()
+        .join()
+        .unwrap();
+    let again = pool
+        .submit(|| std::thread::current().id())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(first, again, "the worker survived");
+    assert_eq!(pool.pool_size(), 1);
+}
+
+#[test]
+fn captured_value_panics_in_drop_when_cancelled_or_shut_down() {
+    let pool = named_pool(1, "bomb-cancel");
+    let drops = Arc::new(AtomicUsize::new(0));
+    // cancel: the closure is dropped by cancel, its panic swallowed.
+    let bomb = Bomb(drops.clone());
+    let h = pool
+        .schedule(move || drop(bomb), Duration::from_secs(3600))
+        .unwrap();
+    assert!(h.cancel());
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(h.join(), Err(TaskError::Cancelled));
+
+    // a periodic task cancelled by shutdown, and a pending task dropped.
+    let bomb = Bomb(drops.clone());
+    let periodic = pool
+        .schedule_at_fixed_rate(
+            move || {
+                let _ = &bomb;
+            },
+            Duration::from_secs(3600),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+    let bomb = Bomb(drops.clone());
+    let later = pool
+        .schedule(move || drop(bomb), Duration::from_secs(3600))
+        .unwrap();
+    let pending = pool.shutdown_now();
+    assert_eq!(pending.len(), 2);
+    drop(pending);
+    assert_eq!(drops.load(Ordering::SeqCst), 3);
+    assert_eq!(periodic.join(), Err(TaskError::Cancelled));
+    assert_eq!(later.join(), Err(TaskError::Cancelled));
+    assert!(pool.await_termination(EVENTUALLY));
+}
+
+/// A task's *result* panics when dropped, and nobody holds the handle: the
+/// last reference to the result goes away on the worker, after the task's
+/// `catch_unwind`. The pool must keep working, and the worker must survive
+/// (no task panic kills a worker).
+#[test]
+fn result_value_panics_in_drop_with_the_handle_gone() {
+    let pool = named_pool(1, "bomb-result");
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let worker_before = pool
+        .submit(|| std::thread::current().id())
+        .unwrap()
+        .join()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let h = pool
+        .schedule(
+            move || {
+                rx.recv_timeout(EVENTUALLY).unwrap();
+                Bomb(d)
+            },
+            Duration::ZERO,
+        )
+        .unwrap();
+    drop(h);
+    tx.send(()).unwrap();
+    eventually("the result was dropped", || {
+        drops.load(Ordering::SeqCst) == 1
+    });
+    // The pool keeps working ...
+    assert_eq!(pool.submit(|| 5).unwrap().join(), Ok(5));
+    let worker_after = pool
+        .submit(|| std::thread::current().id())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(pool.pool_size(), 1);
+    // ... on the same worker thread.
+    assert_eq!(
+        worker_before, worker_after,
+        "a panic in a result's Drop killed the worker thread"
+    );
+}
+
+/// A task panics with a payload whose own Drop panics: the pool drops the
+/// payload without letting the second panic out (or aborting).
+#[test]
+fn panic_payload_panics_in_drop() {
+    let pool = named_pool(1, "bomb-payload");
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let worker_before = pool
+        .submit(|| std::thread::current().id())
+        .unwrap()
+        .join()
+        .unwrap();
+    let h = pool
+        .submit(move || -> u32 { std::panic::panic_any(Bomb(d)) })
+        .unwrap();
+    assert!(matches!(h.join(), Err(TaskError::Panicked(_))));
+    // The payload may be dropped just after the handle completes.
+    eventually("payload dropped", || drops.load(Ordering::SeqCst) == 1);
+    let d = drops.clone();
+    let periodic = pool
+        .schedule_with_fixed_delay(
+            move || std::panic::panic_any(Bomb(d.clone())),
+            Duration::ZERO,
+            Duration::from_millis(1),
+        )
+        .unwrap();
+    assert!(matches!(periodic.join(), Err(TaskError::Panicked(_))));
+    eventually("payload dropped", || drops.load(Ordering::SeqCst) == 2);
+    let worker_after = pool
+        .submit(|| std::thread::current().id())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(worker_before, worker_after, "the worker died");
+}
+
+/// `PendingTask::run` whose handle is dropped during the run: the run kept
+/// the result for the handle, and the `PendingTask`'s drop, then the last
+/// reference, drops it. A panic from that `Drop` stays inside (as the
+/// worker's `drop_quietly` does).
+#[test]
+fn a_pending_task_swallows_a_panicking_result_dropped_after_its_run() {
+    struct PanicOnDrop;
+    impl Drop for PanicOnDrop {
+        fn drop(&mut self) {
+            panic!("result dropped");
         }
     }
-    assert_eq!((ok, failed), (100, 100));
-    eventually("all counted", || pool.completed_task_count() == 200);
-    assert_eq!(pool.pool_size(), 2);
+    let pool = ScheduledThreadPool::new(1);
+    let (started_tx, started_rx) = mpsc::channel::<()>();
+    let (dropped_tx, dropped_rx) = mpsc::channel::<()>();
+    let handle = pool
+        .schedule(
+            move || {
+                started_tx.send(()).unwrap();
+                dropped_rx.recv().unwrap();
+                PanicOnDrop
+            },
+            Duration::from_secs(3600),
+        )
+        .unwrap();
+    let mut pending = pool.shutdown_now();
+    assert_eq!(pending.len(), 1);
+    let dropper = std::thread::spawn(move || {
+        started_rx.recv().unwrap();
+        drop(handle);
+        dropped_tx.send(()).unwrap();
+    });
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let task = pending.pop().unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || task.run()));
+    std::panic::set_hook(previous);
+    dropper.join().unwrap();
+    assert!(
+        outcome.is_ok(),
+        "the result's Drop panic escaped PendingTask::run"
+    );
+}
+
+// ===== a panicking RunOutcome =====
+
+struct Exploding;
+
+impl RunOutcome for Exploding {
+    fn into_next(self) -> Next {
+        panic!("into_next exploded");
+    }
+}
+
+/// `RunOutcome` is a public, unsealed trait; `into_next` is user code. Its
+/// panic must not escape into the worker (the task would stay RUNNING
+/// forever and its handle never complete): the handle completes.
+#[test]
+fn a_panicking_run_outcome_completes_the_handle() {
+    let pool = ScheduledThreadPool::new(1);
+    let h = pool
+        .with_fixed_delay(Duration::from_millis(1))
+        .start_dynamic(|| Exploding)
+        .unwrap();
+    let done = h.wait_timeout(Duration::from_secs(2));
+    let state = h.state();
+    assert!(
+        done,
+        "the handle never completed; the task is stuck in {state:?}"
+    );
+    assert_ne!(state, TaskState::Running);
+}
+
+// ===== the delay queue's elements =====
+
+/// A queue element whose Drop panics, dropped by `clear`: the panic reaches
+/// the caller of `clear` (after the lock is released), every element is
+/// dropped once, and the queue stays usable and consistent. A `Delayed`
+/// whose `deadline()` panics leaves the queue untouched.
+#[test]
+fn delay_queue_elements_that_panic() {
+    struct Boom(#[allow(dead_code)] Bomb, Instant);
+    impl Delayed for Boom {
+        fn deadline(&self) -> Instant {
+            self.1
+        }
+    }
+    struct BadDeadline;
+    impl Delayed for BadDeadline {
+        fn deadline(&self) -> Instant {
+            panic!("no deadline")
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let q = DelayQueue::new();
+    for i in 0..3 {
+        q.put(Boom(
+            Bomb(drops.clone()),
+            Instant::now() + Duration::from_secs(60 + i),
+        ));
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| q.clear()));
+    assert!(result.is_err(), "the element's panic reaches the caller");
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        3,
+        "every element dropped once"
+    );
+    assert!(q.is_empty());
+    schedpool::internals::check_delay_queue(&q).unwrap();
+    q.put(Boom(Bomb(drops.clone()), Instant::now()));
+    let item = q.poll().expect("usable after the panic");
+    std::mem::forget(item);
+
+    let q2: DelayQueue<BadDeadline> = DelayQueue::new();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| q2.put(BadDeadline)));
+    assert!(result.is_err());
+    assert!(q2.is_empty());
+    schedpool::internals::check_delay_queue(&q2).unwrap();
+    assert!(q2.poll().is_none());
 }

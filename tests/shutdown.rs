@@ -1,13 +1,15 @@
-//! Shutdown: both policies, shutdown_now contents, termination, drop of the
-//! last clone, calls from inside tasks, and the schedule/shutdown race.
+//! Shutdown: both policies, shutdown_now contents, termination (with a task
+//! that never returns), paused tasks, drop of the last clone, the
+//! schedule/shutdown race, and shutdown from inside a task.
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, Gate, Log, PoolGuard, EVENTUALLY};
+use common::{eventually, named_pool, Gate, Log, PoolGuard, EVENTUALLY};
 use schedpool::{ScheduledThreadPool, TaskError};
 
 #[test]
@@ -158,21 +160,6 @@ fn shutdown_now_returns_every_task_that_never_started() {
 }
 
 #[test]
-fn await_termination_times_out_on_a_stuck_task() {
-    let pool = ScheduledThreadPool::new(1);
-    let gate = Gate::new();
-    let g = gate.clone();
-    pool.execute(move || g.wait()).unwrap();
-    eventually("running", || pool.active_count() == 1);
-    assert!(pool.shutdown_now().is_empty());
-    let start = Instant::now();
-    assert!(!pool.await_termination(Duration::from_millis(50)));
-    assert!(start.elapsed() >= Duration::from_millis(50));
-    gate.open();
-    assert!(pool.await_termination(EVENTUALLY));
-}
-
-#[test]
 fn dropping_the_last_clone_shuts_down_without_blocking() {
     let pool = ScheduledThreadPool::new(1);
     let clone = pool.clone();
@@ -196,47 +183,6 @@ fn dropping_the_last_clone_shuts_down_without_blocking() {
         Ok("still runs"),
         "shutdown policy: delayed one-shots still run"
     );
-}
-
-#[test]
-fn shutdown_and_await_from_inside_a_task() {
-    let pool = ScheduledThreadPool::new(2);
-    let p = pool.clone();
-    let h = pool
-        .submit(move || {
-            p.shutdown();
-            let from_inside = p.await_termination(Duration::from_secs(5));
-            let cancel_inside = p.schedule(|| (), Duration::ZERO).is_err();
-            (from_inside, cancel_inside)
-        })
-        .unwrap();
-    assert_eq!(
-        h.join().unwrap(),
-        (false, true),
-        "await_termination from a pool thread returns false at once"
-    );
-    assert!(pool.await_termination(EVENTUALLY));
-}
-
-#[test]
-fn the_last_pool_handle_dropped_inside_a_worker() {
-    let pool = ScheduledThreadPool::new(1);
-    let observer_done = Arc::new(AtomicUsize::new(0));
-    let d = observer_done.clone();
-    let inner = pool.clone();
-    let gate = Gate::new();
-    let g = gate.clone();
-    let h = pool
-        .submit(move || {
-            g.wait();
-            drop(inner); // the last clone goes, inside a worker
-            d.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
-    drop(pool);
-    gate.open();
-    assert_eq!(h.join(), Ok(()));
-    assert_eq!(observer_done.load(Ordering::SeqCst), 1);
 }
 
 #[test]
@@ -275,4 +221,251 @@ fn schedule_racing_shutdown_loses_nothing() {
 fn guard_pattern_terminates() {
     let pool = PoolGuard(ScheduledThreadPool::new(2));
     pool.schedule(|| (), Duration::from_secs(3600)).unwrap();
+}
+
+// ===== a task that never returns =====
+
+#[test]
+fn await_termination_times_out_on_a_stuck_task() {
+    let pool = ScheduledThreadPool::new(1);
+    let gate = Gate::new();
+    let g = gate.clone();
+    pool.execute(move || g.wait()).unwrap();
+    eventually("running", || pool.active_count() == 1);
+    assert!(pool.shutdown_now().is_empty());
+    let start = Instant::now();
+    assert!(!pool.await_termination(Duration::from_millis(50)));
+    assert!(start.elapsed() >= Duration::from_millis(50));
+    gate.open();
+    assert!(pool.await_termination(EVENTUALLY));
+}
+
+#[test]
+fn a_task_that_never_returns() {
+    let pool = named_pool(1, "stuck");
+    let (release, stuck) = mpsc::channel::<()>();
+    let started = Arc::new(AtomicBool::new(false));
+    let s = started.clone();
+    let h = pool
+        .submit(move || {
+            s.store(true, Ordering::SeqCst);
+            // "Never" returns: until the test releases it at the end.
+            let _ = stuck.recv();
+        })
+        .unwrap();
+    eventually("the stuck task started", || started.load(Ordering::SeqCst));
+    let queued = pool.schedule(|| (), Duration::from_millis(1)).unwrap();
+
+    let t = Instant::now();
+    let pending = pool.shutdown_now();
+    assert!(t.elapsed() < Duration::from_secs(2), "shutdown_now blocked");
+    assert_eq!(pending.len(), 1, "the queued task is returned");
+    drop(pending);
+    assert_eq!(queued.join(), Err(TaskError::Cancelled));
+
+    let t = Instant::now();
+    assert!(!pool.await_termination(Duration::from_millis(300)));
+    let waited = t.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300),
+        "await_termination returned early: {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(5),
+        "await_termination overslept: {waited:?}"
+    );
+    assert!(!pool.is_terminated());
+    assert!(!h.is_done());
+    assert!(!h.wait_timeout(Duration::from_millis(50)));
+
+    release.send(()).unwrap();
+    assert!(pool.await_termination(EVENTUALLY));
+    assert_eq!(h.join(), Ok(()));
+}
+
+// ===== paused tasks =====
+
+/// A task paused when the pool shuts down is neither run nor returned by
+/// `shutdown_now`: it completes (cancelled), so its `join` does not hang
+/// after termination.
+#[test]
+fn a_paused_task_completes_when_the_pool_terminates() {
+    let pool = ScheduledThreadPool::new(1);
+    let h = pool
+        .schedule_at_fixed_rate(|| {}, Duration::from_secs(3600), Duration::from_secs(3600))
+        .unwrap();
+    assert!(h.pause());
+    let pending = pool.shutdown_now();
+    assert!(pending.is_empty());
+    assert!(pool.await_termination(Duration::from_secs(5)));
+    assert!(
+        h.wait_timeout(Duration::from_secs(1)),
+        "pool terminated but the paused task's handle is still {:?}: join() would hang",
+        h.state()
+    );
+}
+
+/// Same with `shutdown()` (default policies drop periodic tasks).
+#[test]
+fn a_paused_task_completes_on_shutdown() {
+    let pool = ScheduledThreadPool::new(1);
+    let h = pool.schedule(|| 1, Duration::from_secs(3600)).unwrap();
+    // One-shots can be paused too (pause is on every handle).
+    let paused = h.pause();
+    pool.shutdown();
+    assert!(pool.await_termination(Duration::from_secs(5)));
+    if paused {
+        assert!(
+            h.wait_timeout(Duration::from_secs(1)),
+            "pool terminated but the paused one-shot is still {:?}",
+            h.state()
+        );
+    }
+}
+
+// ===== from inside a task =====
+//
+// A task shuts its own pool down, calls shutdown_now, waits for its own
+// termination (false at once: it cannot wait for itself) or drops the last
+// clone of the pool: nothing deadlocks. The Java-derived tests of the same are
+// `a9_shutdown_from_inside_task`, `a9_shutdown_now_from_inside_task`,
+// `a9_await_termination_from_pool_thread`, `a9_await_other_pool_from_pool_thread`,
+// `a9_last_clone_dropped_inside_task` and `a9_schedule_and_cancel_from_inside_task`
+// in `tests/java_conformance/executor_shutdown.rs`.
+
+#[test]
+fn shutdown_and_await_from_inside_a_task() {
+    let pool = ScheduledThreadPool::new(2);
+    let p = pool.clone();
+    let h = pool
+        .submit(move || {
+            p.shutdown();
+            let from_inside = p.await_termination(Duration::from_secs(5));
+            let cancel_inside = p.schedule(|| (), Duration::ZERO).is_err();
+            (from_inside, cancel_inside)
+        })
+        .unwrap();
+    assert_eq!(
+        h.join().unwrap(),
+        (false, true),
+        "await_termination from a pool thread returns false at once"
+    );
+    assert!(pool.await_termination(EVENTUALLY));
+}
+
+#[test]
+fn a_task_shuts_its_own_pool_down() {
+    let pool = named_pool(2, "self-shutdown");
+    let inner = pool.0.clone();
+    let h = pool
+        .submit(move || {
+            inner.shutdown();
+            let waited = Instant::now();
+            // From inside a pool thread: false at once, no deadlock.
+            let terminated = inner.await_termination(Duration::from_secs(30));
+            (terminated, waited.elapsed(), inner.is_shutdown())
+        })
+        .unwrap();
+    let (terminated, waited, shut) = h.join().unwrap();
+    assert!(!terminated);
+    assert!(
+        waited < Duration::from_secs(5),
+        "await_termination from inside waited {waited:?}"
+    );
+    assert!(shut);
+    assert!(pool.await_termination(EVENTUALLY));
+    assert!(pool.execute(|| ()).unwrap_err().is_shutdown());
+}
+
+#[test]
+fn a_task_calls_shutdown_now_on_its_own_pool() {
+    let pool = named_pool(1, "self-stop");
+    let inner = pool.0.clone();
+    let later = pool.schedule(|| 2, Duration::from_secs(3600)).unwrap();
+    let h = pool.submit(move || inner.shutdown_now().len()).unwrap();
+    assert_eq!(h.join(), Ok(1));
+    assert_eq!(later.join(), Err(TaskError::Cancelled));
+    assert!(pool.await_termination(EVENTUALLY));
+}
+
+#[test]
+fn the_last_pool_handle_dropped_inside_a_worker() {
+    let pool = ScheduledThreadPool::new(1);
+    let observer_done = Arc::new(AtomicUsize::new(0));
+    let d = observer_done.clone();
+    let inner = pool.clone();
+    let gate = Gate::new();
+    let g = gate.clone();
+    let h = pool
+        .submit(move || {
+            g.wait();
+            drop(inner); // the last clone goes, inside a worker
+            d.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    drop(pool);
+    gate.open();
+    assert_eq!(h.join(), Ok(()));
+    assert_eq!(observer_done.load(Ordering::SeqCst), 1);
+}
+
+/// Names of this process's live threads.
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+                .map(|s| s.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_task_drops_the_last_pool_handle() {
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(1)
+        .thread_name("lastdrop")
+        .build()
+        .unwrap();
+    let periodic = pool
+        .schedule_at_fixed_rate(|| (), Duration::from_secs(3600), Duration::from_secs(1))
+        .unwrap();
+    let inner = pool.clone();
+    let (go, wait) = mpsc::channel::<()>();
+    let h = pool
+        .submit(move || {
+            wait.recv_timeout(EVENTUALLY).unwrap();
+            drop(inner); // the last clone: shuts the pool down from its own worker
+            "dropped"
+        })
+        .unwrap();
+    drop(pool);
+    go.send(()).unwrap();
+    assert_eq!(h.join(), Ok("dropped"));
+    // Shutdown cancelled the periodic task (default policy) ...
+    assert!(periodic.wait_timeout(EVENTUALLY));
+    assert!(periodic.is_cancelled());
+    // ... and the worker thread exits.
+    eventually("the worker exited", || {
+        !thread_names().iter().any(|n| n.starts_with("lastdrop"))
+    });
+}
+
+#[test]
+fn shutdown_and_last_drop_from_inside_a_task() {
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(0)
+        .build()
+        .unwrap();
+    let inner = pool.clone();
+    let h = pool
+        .submit(move || {
+            inner.shutdown();
+            assert!(!inner.await_termination(Duration::from_secs(1)));
+            drop(inner);
+            7
+        })
+        .unwrap();
+    drop(pool);
+    assert_eq!(h.join().unwrap(), 7);
 }

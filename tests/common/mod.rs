@@ -4,7 +4,7 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use schedpool::ScheduledThreadPool;
+use schedpool::{ManualClock, ScheduledThreadPool};
 
 /// Generous bound for "eventually" on a loaded 2-core machine.
 pub const EVENTUALLY: Duration = Duration::from_secs(20);
@@ -27,6 +27,28 @@ impl std::ops::Deref for PoolGuard {
     fn deref(&self) -> &ScheduledThreadPool {
         &self.0
     }
+}
+
+/// A pool of `core` threads named `name-<n>`, stopped when the test ends.
+pub fn named_pool(core: usize, name: &str) -> PoolGuard {
+    PoolGuard(
+        ScheduledThreadPool::builder()
+            .core_threads(core)
+            .thread_name(name)
+            .build()
+            .unwrap(),
+    )
+}
+
+/// A pool of `core` threads on a fresh `ManualClock` (not stopped by a guard).
+pub fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPool) {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(core)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    (clock, pool)
 }
 
 /// Spins (with short sleeps) until `cond` holds; panics after `EVENTUALLY`.

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use schedpool::durable::{
-    Cancelled, ClaimBatch, Counts, DurableBackend, DurableError, Nack, Put, PutMode, Repeat, When,
+    Cancelled, ClaimBatch, Counts, DurableBackend, DurableError, Nack, Put, PutMode, QueueOptions,
+    Repeat, When,
 };
 
 pub type Hook = Box<dyn FnOnce() + Send>;
@@ -149,5 +150,15 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
     }
     fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError> {
         self.inner.dead_letters(max)
+    }
+}
+
+/// Queue options with a `lease_ms` lease and a `max_block_ms` block, the
+/// rest the defaults.
+pub fn options_ms(lease_ms: u64, max_block_ms: u64) -> QueueOptions {
+    QueueOptions {
+        lease: Duration::from_millis(lease_ms),
+        max_block: Duration::from_millis(max_block_ms),
+        ..QueueOptions::default()
     }
 }

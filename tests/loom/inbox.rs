@@ -3,26 +3,10 @@
 //! shut down. Each model first runs one task per worker, so the pool has
 //! all its workers and the inbox's gate can open.
 //!
-//! Run with (`.ci/run` does):
-//!
-//! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
-//!     cargo test --release --test loom_inbox
-//! ```
-//!
-//! As in `tests/loom.rs`, time does not exist under loom: a lost wake-up is
-//! a loom deadlock, and the idle spin is a few yielding looks at the kick.
-#![cfg(loom)]
+//! Under loom the idle spin is a few yielding looks at the kick.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use loom::sync::atomic::{AtomicUsize, Ordering};
-use loom::sync::Mutex;
-use loom::thread;
-use schedpool::{Rejected, ScheduledHandle, ScheduledThreadPool, TaskError};
-
-const FOREVER: Duration = Duration::from_secs(3600);
+use super::*;
+use schedpool::{Rejected, ScheduledHandle};
 
 /// A pool whose `core` workers have started and are idle (or about to be).
 fn warm_pool(core: usize, spin: bool) -> ScheduledThreadPool {
@@ -56,11 +40,6 @@ fn submit_counted(
     let pool = pool.clone();
     let body = counting(ran);
     thread::spawn(move || pool.submit(body))
-}
-
-fn finish(pool: &ScheduledThreadPool) {
-    assert!(pool.shutdown().await_termination(FOREVER));
-    assert!(pool.is_terminated());
 }
 
 /// A submission from another thread while the only worker spins, decides to
