@@ -1,5 +1,5 @@
 //! The submission inbox with real threads: due tasks that skip the pool
-//! lock (`src/inbox.rs`) while workers run, spin, sleep and leave. The loom
+//! lock (`src/pool/inbox.rs`) while workers run, spin, sleep and leave. The loom
 //! models (`tests/loom/inbox.rs`) check the protocol's interleavings; these
 //! check the timed paths loom cannot reach (a core-0 worker's keep-alive,
 //! the real idle spin) and that nothing is lost or reordered at volume.

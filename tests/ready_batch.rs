@@ -1,4 +1,4 @@
-//! The ready batch (`src/ready.rs`): due one-shot tasks a worker moves out
+//! The ready batch (`src/queue/ready.rs`): due one-shot tasks a worker moves out
 //! of the queue together, to take without the pool lock. It must stay
 //! invisible: the tasks in it still count as queued, cancel and trigger
 //! still find them, and nothing that sorts before them runs after them.
@@ -268,7 +268,7 @@ fn a_periodic_requeue_goes_before_a_batch_filled_during_its_run() {
 }
 
 mod filled_from_the_wheel {
-    //! The ready batch filled from the near-future wheel (`src/ready.rs`,
+    //! The ready batch filled from the near-future wheel (`src/queue/ready.rs`,
     //! `WorkQueue::fill_ready`): such tasks move without a look at their headers
     //! and keep the wheel's mark, so these tests check, through the public API,
     //! that every removal still finds them in the batch and that the counts and

@@ -1,4 +1,4 @@
-//! loom models of the submission inbox (`src/inbox.rs`): a submission that
+//! loom models of the submission inbox (`src/pool/inbox.rs`): a submission that
 //! skips the pool lock while the workers spin, go to sleep, take tasks or
 //! shut down. Each model first runs one task per worker, so the pool has
 //! all its workers and the inbox's gate can open.

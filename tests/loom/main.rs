@@ -17,7 +17,7 @@
 //! (`.ci/run` does; `-- inbox::` runs one module's models.)
 //!
 //! loom does not model time: a timed wait is an untimed wait that never
-//! times out (see `src/sync.rs`). So every model makes progress only through
+//! times out (see `src/base/sync.rs`). So every model makes progress only through
 //! signals: deadlines already past, or a `ManualClock` that is advanced. A
 //! lost wake-up therefore shows up as a loom deadlock. The pool's successor
 //! (a follower that times the second task, `docs/design.md` rule 5) exists

@@ -1,4 +1,4 @@
-//! The ready batch (`src/ready.rs`): tasks taken without the pool lock
+//! The ready batch (`src/queue/ready.rs`): tasks taken without the pool lock
 //! racing `wait_idle`, `shutdown_now` and cancel.
 
 use super::*;
