@@ -170,6 +170,17 @@ fn template() -> PathBuf {
         .clone()
 }
 
+/// The pids of the postmasters this process started and has not stopped:
+/// the watchdog stops them before it aborts, so no server outlives a hung
+/// test.
+static LIVE: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+fn forget(pid: u32) {
+    LIVE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|&p| p != pid);
+}
+
 /// One PostgreSQL server (postmaster) process and its data dir.
 pub struct Postgres {
     pub port: u16,
@@ -239,6 +250,9 @@ impl Postgres {
             let started = Instant::now();
             while started.elapsed() < Duration::from_secs(20) {
                 if self.ready() {
+                    LIVE.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(child.id());
                     self.child = Some(child);
                     return;
                 }
@@ -286,6 +300,7 @@ impl Postgres {
     /// kill -9 the postmaster; its backends exit when they see it gone.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
+            forget(child.id());
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -306,6 +321,7 @@ impl Postgres {
 impl Drop for Postgres {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            forget(child.id());
             // SIGQUIT: immediate shutdown, which also ends the backends.
             let _ = Command::new("kill")
                 .args(["-QUIT", &child.id().to_string()])
@@ -385,6 +401,11 @@ pub fn watchdog<R>(limit: Duration, f: impl FnOnce() -> R) -> R {
             std::thread::sleep(Duration::from_millis(100));
         }
         eprintln!("watchdog: test exceeded {limit:?}; aborting");
+        for pid in LIVE.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = Command::new("kill")
+                .args(["-QUIT", &pid.to_string()])
+                .status();
+        }
         std::process::abort();
     });
     let r = f();
