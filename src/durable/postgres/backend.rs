@@ -20,7 +20,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Config};
 
-use super::client::{map_err, PgClient, PostgresOptions};
+use super::client::{PgClient, PostgresOptions};
+use super::error::map_err;
 use super::schema;
 use crate::durable::backend::{
     ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,

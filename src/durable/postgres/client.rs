@@ -17,9 +17,10 @@
 
 use std::time::{Duration, Instant};
 
-use postgres::error::SqlState;
 use postgres::{Client, Config, NoTls, Statement};
 
+use super::error::{classify, map_err, Kind};
+use super::schema;
 use crate::durable::backend::DurableError;
 use crate::sync::Mutex;
 
@@ -99,16 +100,6 @@ pub(super) struct Conn {
     pub(super) st: Stmts,
 }
 
-/// The SQL of the statements in [`Stmts`], in the schema `s` (quoted).
-pub(super) mod sql {
-    pub(in crate::durable::postgres) fn put(s: &str) -> String {
-        format!("SELECT result, deadline FROM {s}.put($1, $2, $3, $4, $5, $6)")
-    }
-    pub(in crate::durable::postgres) fn cancel(s: &str) -> String {
-        format!("SELECT state, envelope FROM {s}.cancel($1, $2)")
-    }
-}
-
 pub(super) struct PgClient {
     pub(super) config: Config,
     /// The schema, quoted for SQL.
@@ -128,7 +119,7 @@ impl PgClient {
         }
         PgClient {
             config,
-            s: super::schema::ident(&opts.schema),
+            s: schema::ident(&opts.schema),
             queue: queue.to_string(),
             opts,
             idle: Mutex::new(Vec::new()),
@@ -145,13 +136,13 @@ impl PgClient {
         let s = &self.s;
         let mut prep = |q: String| client.prepare(&q);
         let st = Stmts {
-            put: prep(sql::put(s))?,
+            put: prep(schema::put_sql(s))?,
             claim: prep(format!("SELECT * FROM {s}.claim($1, $2, $3, $4)"))?,
             extend: prep(format!("SELECT {s}.extend($1, $2, $3, $4)"))?,
             ack: prep(format!("SELECT {s}.ack($1, $2, $3)"))?,
             nack: prep(format!("SELECT {s}.nack($1, $2, $3, $4, $5)"))?,
             reschedule: prep(format!("SELECT {s}.reschedule($1, $2, $3, $4, $5)"))?,
-            cancel: prep(sql::cancel(s))?,
+            cancel: prep(schema::cancel_sql(s))?,
             counts: prep(format!(
                 "SELECT state, count(*) FROM {s}.items WHERE queue = $1 AND state < 3 GROUP BY state"
             ))?,
@@ -219,71 +210,5 @@ impl PgClient {
             std::thread::sleep(backoff);
             backoff = (backoff * 2).min(Duration::from_millis(200));
         }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// The connection is gone or the reply was cut: the outcome is unknown.
-    Broken,
-    /// The server is starting, recovering or shutting down: nothing ran.
-    Starting,
-    /// The server rolled the statement back (serialization failure,
-    /// deadlock): nothing ran, a retry is safe.
-    RolledBack,
-    /// The server refused the statement; the connection is fine.
-    Refused,
-}
-
-fn classify(err: &postgres::Error) -> Kind {
-    let Some(code) = err.code() else {
-        return Kind::Broken;
-    };
-    if err.is_closed() {
-        return Kind::Broken;
-    }
-    match *code {
-        SqlState::T_R_SERIALIZATION_FAILURE | SqlState::T_R_DEADLOCK_DETECTED => Kind::RolledBack,
-        SqlState::ADMIN_SHUTDOWN | SqlState::CRASH_SHUTDOWN | SqlState::CANNOT_CONNECT_NOW => {
-            Kind::Starting
-        }
-        _ if code.code().starts_with("08") => Kind::Broken,
-        _ => Kind::Refused,
-    }
-}
-
-/// Maps a client or server error onto the kinds the Redis backend uses.
-pub(super) fn map_err(err: &postgres::Error) -> DurableError {
-    let text = match err.as_db_error() {
-        Some(db) => format!("{} ({}): {}", db.message(), db.code().code(), err),
-        None => err.to_string(),
-    };
-    let Some(code) = err.code() else {
-        return DurableError::Unavailable(text);
-    };
-    let c = code.code();
-    match *code {
-        SqlState::UNDEFINED_TABLE
-        | SqlState::INVALID_SCHEMA_NAME
-        | SqlState::UNDEFINED_FUNCTION
-        | SqlState::UNDEFINED_COLUMN => DurableError::Config(format!(
-            "the schedpool schema is missing or not this version's (run the migration): {text}"
-        )),
-        SqlState::INSUFFICIENT_PRIVILEGE => {
-            DurableError::Config(format!("the role lacks a right the backend needs: {text}"))
-        }
-        SqlState::READ_ONLY_SQL_TRANSACTION => DurableError::Refused(format!(
-            "the server is read-only (a standby, or after a failover): {text}"
-        )),
-        SqlState::T_R_SERIALIZATION_FAILURE | SqlState::T_R_DEADLOCK_DETECTED => {
-            DurableError::Unavailable(text)
-        }
-        SqlState::ADMIN_SHUTDOWN | SqlState::CRASH_SHUTDOWN | SqlState::CANNOT_CONNECT_NOW => {
-            DurableError::Unavailable(text)
-        }
-        _ if c.starts_with("08") || c.starts_with("57") => DurableError::Unavailable(text),
-        _ if c.starts_with("28") => DurableError::Config(format!("authentication: {text}")),
-        _ if c.starts_with("22") => DurableError::Config(format!("invalid argument: {text}")),
-        _ => DurableError::Refused(text),
     }
 }

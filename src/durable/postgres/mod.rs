@@ -3,8 +3,8 @@
 //! 1. `schema.rs`: the versioned migration: tables, the one index, and the
 //!    SQL functions that are the backend's atomic steps (with their
 //!    invariants in its header);
-//! 2. `client.rs`: connections, prepared statements, the retry policy and
-//!    the error mapping ([`PostgresOptions`]);
+//! 2. `client.rs`: connections, prepared statements and the retry policy
+//!    ([`PostgresOptions`]), over `error.rs`, the error mapping;
 //! 3. `backend.rs`: [`PostgresBackend`], the `DurableBackend` over the two,
 //!    and `LISTEN`/`NOTIFY` wake-ups;
 //! 4. `tx.rs`: the verbs that run in the caller's own transaction, on the
@@ -15,6 +15,7 @@
 
 mod backend;
 mod client;
+mod error;
 mod schema;
 mod tx;
 

@@ -33,6 +33,17 @@
 
 use crate::durable::backend::{MAX_MS, RECEIPT_MS};
 
+/// The SQL of the statements run both on the backend's connections and
+/// in a caller's transaction, in the schema `s` (quoted).
+pub(super) fn put_sql(s: &str) -> String {
+    format!("SELECT result, deadline FROM {s}.put($1, $2, $3, $4, $5, $6)")
+}
+
+/// As [`put_sql`], for cancel.
+pub(super) fn cancel_sql(s: &str) -> String {
+    format!("SELECT state, envelope FROM {s}.cancel($1, $2)")
+}
+
 /// The schema version this build creates and reads.
 pub(super) const VERSION: i32 = 1;
 
@@ -302,7 +313,7 @@ pub(super) fn migrate(
     schema: &str,
     allowed: bool,
 ) -> Result<(), crate::durable::backend::DurableError> {
-    use super::client::map_err;
+    use super::error::map_err;
     use crate::durable::backend::DurableError;
     let s = ident(schema);
     let e = |e: postgres::Error| map_err(&e);

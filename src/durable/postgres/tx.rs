@@ -18,16 +18,19 @@ use std::time::Duration;
 
 use postgres::GenericClient;
 
+use super::backend::PostgresBackend;
 use super::backend::{cancel_reply, put_reply, when_args};
-use super::client::{map_err, sql};
-use super::PostgresBackend;
+use super::error::map_err;
+use super::schema;
 use crate::durable::backend::{Cancelled, DurableError, Put, PutMode, When};
-use crate::durable::{DurablePool, DurableQueue, Payload, Removed};
+use crate::durable::envelope::Payload;
+use crate::durable::pool::DurablePool;
+use crate::durable::queue::{DurableQueue, Removed};
 
 /// The PostgreSQL backend behind `backend`, or a `Config` error naming
 /// the verb that needs it.
 fn pg_of<'a>(
-    backend: &'a dyn crate::durable::DurableBackend,
+    backend: &'a dyn crate::durable::backend::DurableBackend,
     verb: &str,
 ) -> Result<&'a PostgresBackend, DurableError> {
     backend
@@ -68,7 +71,7 @@ impl PostgresBackend {
         let if_absent = mode == PutMode::IfAbsent;
         let row = tx
             .query_one(
-                sql::put(&self.pg.s).as_str(),
+                schema::put_sql(&self.pg.s).as_str(),
                 &[&self.pg.queue, &id, &envelope, &delay, &at, &if_absent],
             )
             .map_err(|e| map_err(&e))?;
@@ -87,7 +90,10 @@ impl PostgresBackend {
         id: &str,
     ) -> Result<Cancelled, DurableError> {
         let row = tx
-            .query_one(sql::cancel(&self.pg.s).as_str(), &[&self.pg.queue, &id])
+            .query_one(
+                schema::cancel_sql(&self.pg.s).as_str(),
+                &[&self.pg.queue, &id],
+            )
             .map_err(|e| map_err(&e))?;
         cancel_reply(&row)
     }
