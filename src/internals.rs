@@ -87,7 +87,7 @@ pub fn pool_heap_index<T: 'static>(handle: &ScheduledHandle<T>) -> Option<usize>
 }
 
 /// The durable queue's in-process leader/follower, for the loom models in
-/// `tests/loom.rs` (which drive it with a fake backend).
+/// `tests/loom/durable_handoff.rs` (which drive it with a fake backend).
 #[derive(Debug)]
 pub struct DurableTaker(crate::durable::taker::Taker);
 

@@ -1,7 +1,11 @@
 //! The `DurableBackend` contract, checked on every backend: the in-memory
-//! one always, the Redis one (a real redis-server) with `--features redis`.
-//! Users test against the in-memory backend, so it must behave as Redis does.
+//! one always, the Redis one (a real redis-server) with `--features redis`,
+//! the PostgreSQL one (a private cluster) with `--features postgres`.
+//! Users test against the in-memory backend, so it must behave as the
+//! stores do.
 
+#[cfg(feature = "postgres")]
+mod postgres_support;
 #[cfg(feature = "redis")]
 mod redis_support;
 
@@ -360,6 +364,17 @@ macro_rules! contract {
                 fn $name() {
                     let server = super::redis_support::Redis::start();
                     let b = schedpool::durable::RedisBackend::connect(&server.url(), "contract").unwrap();
+                    super::$name(&b);
+                }
+            )*
+        }
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    let server = super::postgres_support::Postgres::start();
+                    let b = schedpool::durable::PostgresBackend::connect(&server.params(), "contract").unwrap();
                     super::$name(&b);
                 }
             )*

@@ -2,7 +2,7 @@
 //!
 //! Every lock, condition variable, atomic, `UnsafeCell` the crate's
 //! `unsafe` relies on, thread spawn and thread-local in the crate is
-//! imported from here, so the loom models in `tests/loom.rs` and in
+//! imported from here, so the loom models in `tests/loom/` and in
 //! `task_ptr.rs` check the very code that ships. (`Arc` is std's even under
 //! loom: see `docs/design.md`.) The API is parking_lot's
 //! (`lock()` returns the guard directly, waits take `&mut MutexGuard`); the

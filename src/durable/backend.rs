@@ -285,6 +285,14 @@ pub trait DurableBackend: Send + Sync + fmt::Debug + 'static {
     ///
     /// [`DurableError`] on a store failure.
     fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError>;
+
+    /// The concrete backend, for verbs beyond this trait (the PostgreSQL
+    /// backend's transactional put and cancel, reached from `DurableQueue`
+    /// and `DurablePool`). `None` by default; not for users.
+    #[doc(hidden)]
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// The error of every durable operation.

@@ -55,6 +55,8 @@ mod memory;
 mod options;
 mod pool;
 mod pool_builder;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod queue;
 #[cfg(feature = "redis")]
 mod redis;
@@ -62,6 +64,8 @@ mod runner;
 // crate-visible for `internals::DurableTaker` (the loom models).
 pub(crate) mod taker;
 
+#[cfg(feature = "postgres")]
+pub use self::postgres::{PostgresBackend, PostgresOptions};
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisBackend, RedisOptions};
 pub use backend::{

@@ -148,6 +148,19 @@ impl DurablePool {
         when: When,
         mode: PutMode,
     ) -> Result<Put, DurableError> {
+        let sealed = self.seal(kind, id, value, repeat)?;
+        self.inner.taker.backend().put(id, &sealed, when, mode)
+    }
+
+    /// The stored bytes of a run of `kind` on `value` under `id`, after the
+    /// checks every schedule makes.
+    pub(super) fn seal<T: Payload>(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &T,
+        repeat: Option<Repeat>,
+    ) -> Result<Vec<u8>, DurableError> {
         if self.is_shutdown() {
             return Err(DurableError::Closed);
         }
@@ -171,8 +184,7 @@ impl DurablePool {
                 ));
             }
         }
-        let sealed = envelope::seal(kind, repeat, value)?;
-        self.inner.taker.backend().put(id, &sealed, when, mode)
+        envelope::seal(kind, repeat, value)
     }
 
     /// Cancels `id` (one-shot or chain) wherever it is: `true` when it

@@ -186,11 +186,16 @@ impl<T: Payload> DurableQueue<T> {
         when: When,
         mode: PutMode,
     ) -> Result<Put, DurableError> {
+        let sealed = Self::seal(id, value)?;
+        self.backend().put(id, &sealed, when, mode)
+    }
+
+    /// The stored bytes of `value` under `id`, after checking the id.
+    pub(super) fn seal(id: &str, value: &T) -> Result<Vec<u8>, DurableError> {
         if id.is_empty() {
             return Err(DurableError::Config("an item id must not be empty".into()));
         }
-        let sealed = envelope::seal("", None, value)?;
-        self.backend().put(id, &sealed, when, mode)
+        envelope::seal("", None, value)
     }
 
     /// Removes the item `id` wherever it is, in O(log n).
@@ -200,12 +205,20 @@ impl<T: Payload> DurableQueue<T> {
     /// [`DurableError`] on a store failure, or [`DurableError::Format`] when
     /// the removed value does not decode (it is removed all the same).
     pub fn remove(&self, id: &str) -> Result<Removed<T>, DurableError> {
+        Self::removed(id, self.backend().cancel(id)?)
+    }
+
+    /// What a cancel of `id` found, decoded.
+    pub(super) fn removed(
+        id: &str,
+        found: super::backend::Cancelled,
+    ) -> Result<Removed<T>, DurableError> {
         use super::backend::Cancelled;
         let open = |bytes: Vec<u8>| -> Result<T, DurableError> {
             let env = envelope::open(&bytes)?;
             envelope::decode(id, env.payload)
         };
-        Ok(match self.backend().cancel(id)? {
+        Ok(match found {
             Cancelled::Pending(bytes) => Removed::Pending(open(bytes)?),
             Cancelled::Dead(bytes) => Removed::Dead(open(bytes)?),
             Cancelled::InFlight => Removed::InFlight,
@@ -379,7 +392,7 @@ impl<T: Payload> DurableQueue<T> {
         self.taker.opts
     }
 
-    fn backend(&self) -> &Arc<dyn DurableBackend> {
+    pub(super) fn backend(&self) -> &Arc<dyn DurableBackend> {
         self.taker.backend()
     }
 }

@@ -1,0 +1,506 @@
+//! `PostgresBackend`: the `DurableBackend` over the functions of
+//! `schema.rs`, and wake-ups by `LISTEN`/`NOTIFY`.
+//!
+//! Invariants:
+//!
+//! - Command connections and the listening connection are separate: only
+//!   the listener runs `LISTEN`, and it is used by one waiter at a time
+//!   (the taker's local leader).
+//! - A wait never sleeps past `limit`, and wakes for a notification naming
+//!   this queue. A listener that was (re)connected reports a wake-up at
+//!   once, so the taker claims: notifications sent while it was away are
+//!   lost, and the claim finds what they announced (F1).
+//! - `unblock` cannot be lost: it sets `unblock_pending`, which a wait
+//!   reads before it blocks and between slices of at most 50 ms.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::{Client, Config};
+
+use super::client::{PgClient, PostgresOptions};
+use super::error::map_err;
+use super::schema;
+use crate::base::sync::Mutex;
+use crate::durable::backend::{
+    ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,
+    PutMode, Repeat, When, MAX_MS,
+};
+
+/// The most items one claim leases.
+const MAX_CLAIM: usize = 100;
+
+/// How long a wait blocks at least when the caller's limit is shorter: a
+/// notification sent just before takes a few hundred µs to arrive.
+const MIN_LISTEN: Duration = Duration::from_millis(5);
+
+/// The longest slice of a wait between two looks at `unblock_pending`.
+const SLICE: Duration = Duration::from_millis(50);
+
+/// A [`DurableBackend`] on one queue in a PostgreSQL schema.
+///
+/// At connect it runs (or checks) the schema's versioned migration, and
+/// starts listening for wake-ups. Every time-based decision uses the
+/// server's `clock_timestamp()`. See `docs/durable.md` for the DDL, the
+/// guarantees and their tests.
+///
+/// Besides the trait, it offers the transactional verbs
+/// ([`put_in`](Self::put_in), [`cancel_in`](Self::cancel_in)) that run in
+/// the caller's own transaction; `DurableQueue` and `DurablePool` have typed
+/// forms of them (`put_in`, `schedule_in`, ...).
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use schedpool::durable::{DurablePool, PostgresBackend};
+///
+/// let backend = PostgresBackend::connect("host=127.0.0.1 user=app dbname=shop", "orders")?;
+/// let pool = DurablePool::builder(backend)
+///     .handler("close-order", |order: &u64, _job| Ok(()))
+///     .build()?;
+/// let mut db = postgres::Client::connect("host=127.0.0.1 user=app dbname=shop", postgres::NoTls)
+///     .map_err(|e| schedpool::durable::DurableError::Unavailable(e.to_string()))?;
+/// let mut tx = db.transaction().map_err(|e| schedpool::durable::DurableError::Unavailable(e.to_string()))?;
+/// // ... INSERT INTO orders ... in `tx` ...
+/// pool.schedule_in(&mut tx, "close-order", "order-42", &42u64, Duration::from_secs(30 * 60))?;
+/// tx.commit().map_err(|e| schedpool::durable::DurableError::Unavailable(e.to_string()))?;
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
+pub struct PostgresBackend {
+    pub(super) pg: PgClient,
+    listener: Mutex<Option<Client>>,
+    unblock_pending: AtomicBool,
+}
+
+impl PostgresBackend {
+    /// Connects to `params` (a `postgresql://` URL or `host=... user=...`
+    /// key-value string) for the queue `queue`, with default
+    /// [`PostgresOptions`] (schema `schedpool`, migrated at connect).
+    ///
+    /// # Errors
+    ///
+    /// As for [`connect_with`](Self::connect_with).
+    pub fn connect(params: &str, queue: &str) -> Result<Self, DurableError> {
+        Self::connect_with(params, queue, PostgresOptions::default())
+    }
+
+    /// Connects with `opts`: runs or checks the migration, then listens.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Config`] for bad parameters, an empty queue name, a
+    /// schema name that is empty or over 50 bytes, failed authentication, a
+    /// missing schema with `migrate(false)`, or missing rights;
+    /// [`DurableError::Format`] when the schema was made by a newer version;
+    /// [`DurableError::Unavailable`] when the server cannot be reached.
+    pub fn connect_with(
+        params: &str,
+        queue: &str,
+        opts: PostgresOptions,
+    ) -> Result<Self, DurableError> {
+        let config: Config = params
+            .parse()
+            .map_err(|e: postgres::Error| DurableError::Config(e.to_string()))?;
+        Self::from_config(config, queue, opts)
+    }
+
+    /// As [`connect_with`](Self::connect_with), from a built
+    /// [`postgres::Config`] (for settings a string cannot carry).
+    ///
+    /// # Errors
+    ///
+    /// As for [`connect_with`](Self::connect_with).
+    pub fn from_config(
+        config: Config,
+        queue: &str,
+        opts: PostgresOptions,
+    ) -> Result<Self, DurableError> {
+        if queue.is_empty() {
+            return Err(DurableError::Config(
+                "a queue name must not be empty".into(),
+            ));
+        }
+        if opts.schema.is_empty() || opts.schema.len() > schema::MAX_SCHEMA_LEN {
+            return Err(DurableError::Config(format!(
+                "schema name {:?} must be 1 to {} bytes",
+                opts.schema,
+                schema::MAX_SCHEMA_LEN
+            )));
+        }
+        let pg = PgClient::new(config, queue, opts);
+        let mut first = pg.connect_raw()?;
+        schema::migrate(&mut first, &pg.opts.schema, pg.opts.migrate)?;
+        check_skew(&mut first, &pg)?;
+        let backend = PostgresBackend {
+            pg,
+            listener: Mutex::new(None),
+            unblock_pending: AtomicBool::new(false),
+        };
+        backend.listen(first)?;
+        Ok(backend)
+    }
+
+    /// The SQL that creates version 1 of the schema `schema` (including
+    /// `CREATE SCHEMA`), for teams that migrate by hand; connect with
+    /// `PostgresOptions::migrate(false)` then.
+    pub fn migration_sql(schema: &str) -> String {
+        schema::migration_sql(schema)
+    }
+
+    /// The queue's name.
+    pub fn queue(&self) -> &str {
+        &self.pg.queue
+    }
+
+    /// The schema's name.
+    pub fn schema(&self) -> &str {
+        &self.pg.opts.schema
+    }
+
+    /// Makes `client` the listener.
+    fn listen(&self, mut client: Client) -> Result<(), DurableError> {
+        let chan = schema::ident(&schema::channel(&self.pg.opts.schema));
+        client
+            .batch_execute(&format!("LISTEN {chan}"))
+            .map_err(|e| map_err(&e))?;
+        *self.listener.lock() = Some(client);
+        Ok(())
+    }
+
+    fn wait_inner(&self, until: Instant) -> Result<bool, DurableError> {
+        let mut slot = self.listener.lock();
+        if slot.as_ref().is_none_or(Client::is_closed) {
+            *slot = None;
+            drop(slot);
+            let client = self.pg.connect_raw()?;
+            self.listen(client)?;
+            // Notifications sent while no listener was up are lost: claim.
+            return Ok(true);
+        }
+        loop {
+            if self.unblock_pending.swap(false, Ordering::SeqCst) {
+                return Ok(false);
+            }
+            let now = Instant::now();
+            if now >= until {
+                return Ok(false);
+            }
+            let slice = (until - now).min(SLICE);
+            let client = slot.as_mut().expect("checked above");
+            let next = client.notifications().timeout_iter(slice).next();
+            match next {
+                Ok(Some(note)) => {
+                    if note.payload() == self.pg.queue {
+                        return Ok(true);
+                    }
+                }
+                Ok(None) if client.is_closed() => {
+                    *slot = None;
+                    return Err(DurableError::Unavailable(
+                        "the listening connection closed".into(),
+                    ));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    *slot = None;
+                    return Err(map_err(&e));
+                }
+            }
+        }
+    }
+
+    /// Runs a statement that returns one boolean.
+    fn settle_bool(
+        &self,
+        f: impl FnMut(&mut super::client::Conn) -> Result<postgres::Row, postgres::Error>,
+    ) -> Result<bool, DurableError> {
+        let (row, _) = self.pg.run(true, f)?;
+        row.try_get::<_, Option<bool>>(0)
+            .map_err(|e| bad_reply(&e))
+            .map(|b| b.unwrap_or(false))
+    }
+}
+
+/// A reply of an unexpected shape (another version's schema, say).
+pub(super) fn bad_reply(err: &postgres::Error) -> DurableError {
+    DurableError::Format(format!("unexpected reply from the server: {err}"))
+}
+
+/// A stored ms value as `u64` (a negative one, from a foreign writer, is 0).
+pub(super) fn ms(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// A `u64` ms value for SQL (clamped to the stored range).
+pub(super) fn sql_ms(v: u64) -> i64 {
+    v.min(MAX_MS) as i64
+}
+
+fn check_skew(client: &mut Client, pg: &PgClient) -> Result<(), DurableError> {
+    let s = &pg.s;
+    let row = client
+        .query_one(&format!("SELECT {s}.now_ms()"), &[])
+        .map_err(|e| map_err(&e))?;
+    let server = ms(row.try_get(0).map_err(|e| bad_reply(&e))?);
+    let local = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    let skew = Duration::from_millis(server.abs_diff(local));
+    if skew > pg.opts.skew_warning {
+        tracing::warn!(target: "schedpool::durable", skew_ms = skew.as_millis() as u64,
+            "this machine's clock and the PostgreSQL server's differ; deadlines follow the server's");
+    }
+    Ok(())
+}
+
+/// The put arguments: (delay ms, at ms).
+pub(super) fn when_args(when: When) -> (Option<i64>, Option<i64>) {
+    match when {
+        When::After(d) => (Some(sql_ms(ceil_ms(d))), None),
+        When::AtServerMs(at) => (None, Some(sql_ms(at))),
+    }
+}
+
+/// Reads a put's reply row.
+pub(super) fn put_reply(row: &postgres::Row) -> Result<Put, DurableError> {
+    let result: i32 = row.try_get(0).map_err(|e| bad_reply(&e))?;
+    let deadline: Option<i64> = row.try_get(1).map_err(|e| bad_reply(&e))?;
+    let deadline_ms = deadline.map_or(0, ms);
+    Ok(match result {
+        0 => Put::Inserted { deadline_ms },
+        1 => Put::Replaced { deadline_ms },
+        _ => Put::Exists,
+    })
+}
+
+/// Reads a cancel's reply row.
+pub(super) fn cancel_reply(row: &postgres::Row) -> Result<Cancelled, DurableError> {
+    let state: Option<i16> = row.try_get(0).map_err(|e| bad_reply(&e))?;
+    let env: Option<Vec<u8>> = row.try_get(1).map_err(|e| bad_reply(&e))?;
+    Ok(match state {
+        Some(0) => Cancelled::Pending(env.unwrap_or_default()),
+        Some(1) => Cancelled::InFlight,
+        Some(2) => Cancelled::Dead(env.unwrap_or_default()),
+        _ => Cancelled::NotFound,
+    })
+}
+
+impl DurableBackend for PostgresBackend {
+    fn put(
+        &self,
+        id: &str,
+        envelope: &[u8],
+        when: When,
+        mode: PutMode,
+    ) -> Result<Put, DurableError> {
+        let (delay, at) = when_args(when);
+        let if_absent = mode == PutMode::IfAbsent;
+        let q = &self.pg.queue;
+        let (row, _) = self.pg.run(true, |c| {
+            c.client
+                .query_one(&c.st.put, &[q, &id, &envelope, &delay, &at, &if_absent])
+        })?;
+        put_reply(&row)
+    }
+
+    fn claim(
+        &self,
+        lease: Duration,
+        max: usize,
+        max_attempts: u32,
+    ) -> Result<ClaimBatch, DurableError> {
+        let lease_ms = sql_ms(ceil_ms(lease));
+        let max = max.min(MAX_CLAIM) as i32;
+        let max_attempts = i32::try_from(max_attempts).unwrap_or(i32::MAX);
+        let q = &self.pg.queue;
+        let (rows, _) = self.pg.run(false, |c| {
+            c.client
+                .query(&c.st.claim, &[q, &lease_ms, &max, &max_attempts])
+        })?;
+        let mut batch = ClaimBatch::default();
+        for row in rows {
+            let id: Option<String> = row.try_get(0).map_err(|e| bad_reply(&e))?;
+            let claimed: i64 = row.try_get(5).map_err(|e| bad_reply(&e))?;
+            let Some(id) = id else {
+                let wait: Option<i64> = row.try_get(7).map_err(|e| bad_reply(&e))?;
+                batch.wait = wait.map(|w| Duration::from_millis(ms(w)));
+                continue;
+            };
+            let get_i64 = |i: usize| row.try_get::<_, i64>(i).map_err(|e| bad_reply(&e));
+            batch.items.push(Claimed {
+                id,
+                token: ms(get_i64(1)?),
+                attempt: u32::try_from(row.try_get::<_, i32>(2).map_err(|e| bad_reply(&e))?)
+                    .unwrap_or(0),
+                deadline_ms: ms(get_i64(3)?),
+                due_ms: ms(get_i64(4)?),
+                claimed_ms: ms(claimed),
+                envelope: row.try_get(6).map_err(|e| bad_reply(&e))?,
+            });
+        }
+        // UPDATE ... RETURNING has no order: put them in due order.
+        batch
+            .items
+            .sort_by(|a, b| (a.due_ms, &a.id).cmp(&(b.due_ms, &b.id)));
+        Ok(batch)
+    }
+
+    fn extend(&self, leases: &[(&str, u64)], lease: Duration) -> Result<Vec<bool>, DurableError> {
+        if leases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = leases.iter().map(|l| l.0).collect();
+        let tokens: Vec<i64> = leases.iter().map(|l| sql_ms(l.1)).collect();
+        let lease_ms = sql_ms(ceil_ms(lease));
+        let q = &self.pg.queue;
+        let (rows, _) = self.pg.run(true, |c| {
+            c.client.query(&c.st.extend, &[q, &ids, &tokens, &lease_ms])
+        })?;
+        let held: Vec<bool> = rows
+            .iter()
+            .map(|r| r.try_get::<_, Option<bool>>(0).map(|b| b.unwrap_or(false)))
+            .collect::<Result<_, _>>()
+            .map_err(|e| bad_reply(&e))?;
+        if held.len() != leases.len() {
+            return Err(DurableError::Format(format!(
+                "extend answered {} of {} leases",
+                held.len(),
+                leases.len()
+            )));
+        }
+        Ok(held)
+    }
+
+    fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError> {
+        let q = &self.pg.queue;
+        let token = sql_ms(token);
+        self.settle_bool(|c| c.client.query_one(&c.st.ack, &[q, &id, &token]))
+    }
+
+    fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError> {
+        let (kind, delay): (i32, Duration) = match to {
+            Nack::Retry(d) => (0, d),
+            Nack::Dead => (1, Duration::ZERO),
+            Nack::Release => (2, Duration::ZERO),
+            Nack::Defer(d) => (3, d),
+        };
+        let delay = sql_ms(ceil_ms(delay));
+        let q = &self.pg.queue;
+        let token = sql_ms(token);
+        self.settle_bool(|c| {
+            c.client
+                .query_one(&c.st.nack, &[q, &id, &token, &kind, &delay])
+        })
+    }
+
+    fn ack_and_reschedule(
+        &self,
+        id: &str,
+        token: u64,
+        repeat: Repeat,
+    ) -> Result<Option<u64>, DurableError> {
+        let (rate, period) = match repeat {
+            Repeat::FixedRate(p) => (true, p),
+            Repeat::FixedDelay(p) => (false, p),
+        };
+        let period = sql_ms(ceil_ms(period));
+        let q = &self.pg.queue;
+        let token = sql_ms(token);
+        let (row, _) = self.pg.run(true, |c| {
+            c.client
+                .query_one(&c.st.reschedule, &[q, &id, &token, &rate, &period])
+        })?;
+        let next: Option<i64> = row.try_get(0).map_err(|e| bad_reply(&e))?;
+        Ok(next.map(ms))
+    }
+
+    fn cancel(&self, id: &str) -> Result<Cancelled, DurableError> {
+        let q = &self.pg.queue;
+        let (row, retried) = self
+            .pg
+            .run(true, |c| c.client.query_one(&c.st.cancel, &[q, &id]))?;
+        let found = cancel_reply(&row)?;
+        if found == Cancelled::NotFound && retried {
+            // An earlier attempt may have removed it, and its reply (with
+            // the value) was lost: the outcome is unknown, not NotFound.
+            return Err(DurableError::Unavailable(format!(
+                "cancel of {id:?}: the reply was lost and the item is gone; it may have been this cancel"
+            )));
+        }
+        Ok(found)
+    }
+
+    fn wait(&self, due: Option<Duration>, limit: Duration) -> Result<bool, DurableError> {
+        let limit = limit.max(MIN_LISTEN);
+        let block = due.map_or(limit, |d| d.min(limit));
+        let until = Instant::now()
+            .checked_add(block)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(24 * 3600));
+        self.wait_inner(until)
+    }
+
+    fn unblock(&self) {
+        self.unblock_pending.store(true, Ordering::SeqCst);
+    }
+
+    fn counts(&self) -> Result<Counts, DurableError> {
+        let q = &self.pg.queue;
+        let (rows, _) = self.pg.run(true, |c| c.client.query(&c.st.counts, &[q]))?;
+        let mut counts = Counts::default();
+        for row in rows {
+            let state: i16 = row.try_get(0).map_err(|e| bad_reply(&e))?;
+            let n: i64 = row.try_get(1).map_err(|e| bad_reply(&e))?;
+            let n = usize::try_from(n).unwrap_or(0);
+            match state {
+                0 => counts.pending = n,
+                1 => counts.in_flight = n,
+                2 => counts.dead = n,
+                _ => {}
+            }
+        }
+        Ok(counts)
+    }
+
+    fn peek_deadline_ms(&self) -> Result<Option<u64>, DurableError> {
+        let q = &self.pg.queue;
+        let (row, _) = self
+            .pg
+            .run(true, |c| c.client.query_one(&c.st.peek, &[q]))?;
+        let at: Option<i64> = row.try_get(0).map_err(|e| bad_reply(&e))?;
+        Ok(at.map(ms))
+    }
+
+    fn server_time_ms(&self) -> Result<u64, DurableError> {
+        let (row, _) = self.pg.run(true, |c| c.client.query_one(&c.st.now, &[]))?;
+        Ok(ms(row.try_get(0).map_err(|e| bad_reply(&e))?))
+    }
+
+    fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError> {
+        let q = &self.pg.queue;
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        let (rows, _) = self
+            .pg
+            .run(true, |c| c.client.query(&c.st.dead, &[q, &max]))?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<_, postgres::Error>>()
+            .map_err(|e| bad_reply(&e))
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+impl fmt::Debug for PostgresBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresBackend")
+            .field("schema", &self.pg.opts.schema)
+            .field("queue", &self.pg.queue)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,23 @@
+//! The PostgreSQL backend (feature `postgres`), in four layers:
+//!
+//! 1. `schema.rs`: the versioned migration: tables, the one index, and the
+//!    SQL functions that are the backend's atomic steps (with their
+//!    invariants in its header);
+//! 2. `client.rs`: connections, prepared statements and the retry policy
+//!    ([`PostgresOptions`]), over `error.rs`, the error mapping;
+//! 3. `backend.rs`: [`PostgresBackend`], the `DurableBackend` over the two,
+//!    and `LISTEN`/`NOTIFY` wake-ups;
+//! 4. `tx.rs`: the verbs that run in the caller's own transaction, on the
+//!    backend and, typed, on `DurableQueue` and `DurablePool`.
+//!
+//! Nothing here is reachable from the rest of `durable/` except those two
+//! public types (and the `*_in` methods).
+
+mod backend;
+mod client;
+mod error;
+mod schema;
+mod tx;
+
+pub use backend::PostgresBackend;
+pub use client::PostgresOptions;
