@@ -162,8 +162,8 @@ impl ScheduledThreadPool {
     /// rejected, and paused tasks are cancelled (nobody could resume them).
     /// With the default policies, periodic tasks are cancelled and
     /// delayed one-shot tasks still run at their time (see
-    /// [`Builder::continue_periodic_after_shutdown`] and
-    /// [`Builder::execute_delayed_after_shutdown`]). Idempotent. Returns
+    /// [`Builder::continue_periodic_after_shutdown`](crate::Builder::continue_periodic_after_shutdown) and
+    /// [`Builder::execute_delayed_after_shutdown`](crate::Builder::execute_delayed_after_shutdown)). Idempotent. Returns
     /// `self`, so `pool.shutdown().await_termination(t)` reads naturally.
     pub fn shutdown(&self) -> &Self {
         self.shared().shutdown();

@@ -164,7 +164,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
                     // the hand-over below wakes to help. Not after a
                     // periodic task: its requeue, at the next lock, comes
                     // after the batch, and its catch-up run may sort first.
-                    state.queue.fill_ready(now, crate::queue::ready::BATCH - 1);
+                    state.queue.fill_ready(now);
                 }
                 drop(state); // hands leadership on before the run
                 finished = Some(run_one(&shared, task, now));

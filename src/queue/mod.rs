@@ -1,15 +1,17 @@
 //! The pool's work queue (Java's `DelayedWorkQueue`): the indexed heap, plus
 //! a FIFO lane for tasks that are already due when submitted, and a wheel
-//! for one-shot tasks due within the next ~16.8 ms ([`crate::wheel`]).
+//! for one-shot tasks due within the next ~16.8 ms ([`wheel`]), and the
+//! ready batch ([`ready`]). This is the only module that knows every part:
+//! the rest of the crate sees one queue ordered by `(deadline, seq)`.
 //!
 //! # Invariants
 //!
 //! - Every queued task is in exactly one of `heap`, `lane` and `wheel`, or
-//!   in the ready batch (below). Its header's heap index is its heap
-//!   position, [`IN_LANE`] or [`IN_WHEEL`], and in the batch [`IN_READY`]
-//!   or, moved there from the wheel without a look at its header,
-//!   [`IN_WHEEL`] still; a task that leaves the queue gets [`NOT_QUEUED`].
-//! - The lane ([`crate::lane`]) is strictly increasing in `(deadline, seq)`.
+//!   in the ready batch (below), and its [`Location`] says which: its heap
+//!   position, `Lane`, `Wheel(its position in its slot)`, and in the batch
+//!   `Ready` or, moved there from the wheel's run without a look at its
+//!   header, `Wheel` still; a task that leaves the queue gets `NotQueued`.
+//! - The lane ([`lane`]) is strictly increasing in `(deadline, seq)`.
 //!   A task due at submission normally sorts after the lane's back already
 //!   (the clock is monotonic and sequence numbers grow); one that would not
 //!   (two submitters raced for the lock, or a trigger pulled an old task
@@ -25,7 +27,7 @@
 //!   ([`WorkQueue::settle`]), so the front, the head's deadline and "new
 //!   head" are exact without looking into the slots.
 //! - Removing a cancelled task from the lane ([`WorkQueue::remove`]) does
-//!   not search for it: its entry is marked [`LANE_REMOVED`] and no longer
+//!   not search for it: its entry is marked `LaneRemoved` and no longer
 //!   counts in `len`; it is discarded, without running or counting as a
 //!   run, when it reaches the front (the front is never a removed entry, so
 //!   peeking stays O(1)). Its closure is dropped by the cancel at once; the
@@ -33,7 +35,10 @@
 //!   requeue the task later, take it out by a linear search of the lane
 //!   ([`WorkQueue::remove_anywhere`]): a stale entry there could run the
 //!   task twice.
-//! - In front of both sits the ready batch ([`crate::ready`]): due one-shot
+//! - Removing a cancelled task from a wheel slot takes it out at once, in
+//!   O(1) (`Location::Wheel` is its position there); only one already in
+//!   the wheel's sorted run is marked, as in the lane.
+//! - In front of both sits the ready batch ([`ready`]): due one-shot
 //!   tasks a worker moved out in one critical section, which workers take
 //!   without this lock. They still count as queued, and every operation here
 //!   sees them; the head and the length read its `len` hint, which may be
@@ -273,7 +278,8 @@ impl WorkQueue {
     }
 
     /// Moves due one-shot tasks from the front of the queue to the ready
-    /// batch until it holds `max`; stops at the first task that is not due,
+    /// batch until it holds `BATCH - 1` (the worker runs the one it took);
+    /// stops at the first task that is not due,
     /// or, from the heap or the lane, not a plain one-shot or not
     /// `SCHEDULED` (a cancelled task kept in the queue: the worker that
     /// pops it counts it).
@@ -285,10 +291,15 @@ impl WorkQueue {
     /// worker that took it drops it, as for a cancel just after the fill),
     /// or, with `remove_on_cancel(false)`, one that never removes it (the
     /// worker that takes it drops it and counts a no-op run, as a pop
-    /// would). It keeps [`IN_WHEEL`] as its mark (see `crate::ready`). Its header is a
+    /// would). It keeps its `Location::Wheel` (see `ready`). Its header is a
     /// line the producer's core wrote: reading it here, under the pool
     /// lock, cost W7 about 4% (`docs/performance-log.md`).
-    pub(crate) fn fill_ready(&mut self, now: Nanos, max: usize) {
+    pub(crate) fn fill_ready(&mut self, now: Nanos) {
+        self.fill_ready_up_to(now, ready::BATCH - 1);
+    }
+
+    /// [`fill_ready`](Self::fill_ready) until the batch holds `max`.
+    fn fill_ready_up_to(&mut self, now: Nanos, max: usize) {
         let room = max.saturating_sub(self.ready.hint_len());
         if room == 0 || self.queued_deadline().is_none_or(|d| d > now) {
             return; // the common case away from a burst: one peek

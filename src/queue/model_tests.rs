@@ -65,7 +65,7 @@ fn pending_cancels_takes_and_requeues_keep_marks_and_counts() {
                         assert_eq!(mark(e.task.header()), NOT_QUEUED, "{ctx}");
                     }
                 }
-                6 | 7 => q.fill_ready(now, 1 + rnd(31) as usize),
+                6 | 7 => q.fill_ready_up_to(now, 1 + rnd(31) as usize),
                 8 | 9 => {
                     if let Some(t) = q.ready.take(Previous::Nothing) {
                         let key = (t.header().deadline(), t.header().seq());

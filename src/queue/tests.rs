@@ -98,7 +98,7 @@ fn the_ready_batch_takes_due_one_shots_and_stays_in_front() {
     q.push(task(6, 150), 0);
     let first = q.pop_due(now).unwrap();
     assert_eq!(first.task.header().seq(), 1);
-    q.fill_ready(now, 8);
+    q.fill_ready_up_to(now, 8);
     // b and c moved; the periodic task stops the fill, and what is behind it stays.
     assert_eq!(
         q.ready_snapshot(),
@@ -126,7 +126,7 @@ fn the_ready_batch_is_drained_and_retained_with_the_rest() {
     for seq in 0..4 {
         q.push(task(seq, 10 + seq), 0);
     }
-    q.fill_ready(100, 3);
+    q.fill_ready_up_to(100, 3);
     assert_eq!(q.ready_snapshot().len(), 3, "at most `max`");
     let dropped = q.retain(|e| e.task.header().seq() != 1);
     assert_eq!(dropped.len(), 1);
@@ -202,7 +202,7 @@ fn the_wheel_keeps_the_queue_order() {
                         _ => assert!(popped.is_none(), "{ctx}: popped early"),
                     }
                 }
-                6 => q.fill_ready(now, 1 + rnd(8) as usize),
+                6 => q.fill_ready_up_to(now, 1 + rnd(8) as usize),
                 7 if !model.is_empty() => {
                     let i = rnd(model.len() as u64) as usize;
                     let key = *model.keys().nth(i).expect("an entry");
@@ -334,7 +334,7 @@ fn wheel_tasks_in_the_ready_batch_are_found_by_every_removal() {
     // Cancelled, but its canceller has not taken the lock yet: the fill
     // does not look, so it moves too.
     assert!(ts[1].header().try_cancel());
-    q.fill_ready(at(3), 8);
+    q.fill_ready_up_to(at(3), 8);
     let snapshot = q.ready_snapshot();
     let marks: Vec<usize> = snapshot.iter().map(|s| s.1).collect();
     assert_eq!(marks, [IN_WHEEL; 4], "moved, unmarked: {snapshot:?}");
@@ -378,7 +378,7 @@ fn wheel_cancels_outside_the_batch_are_marked_where_the_task_is() {
     for t in &ts {
         q.push(t.clone(), now);
     }
-    q.fill_ready(at(0), 8); // only the first is due
+    q.fill_ready_up_to(at(0), 8); // only the first is due
     assert_eq!(q.ready_snapshot().len(), 1);
     // ts[1] is the run's front now; ts[4] waits in a slot.
     assert!(ts[1].header().try_cancel());
@@ -390,7 +390,7 @@ fn wheel_cancels_outside_the_batch_are_marked_where_the_task_is() {
     );
     assert_eq!(mark(ts[4].header()), NOT_QUEUED);
     assert_eq!(q.len(), 3);
-    q.fill_ready(at(4), 8);
+    q.fill_ready_up_to(at(4), 8);
     let marks: Vec<usize> = q.ready_snapshot().iter().map(|s| s.1).collect();
     assert_eq!(marks, [IN_WHEEL, IN_WHEEL, IN_WHEEL]);
     assert_eq!(q.len(), 3);

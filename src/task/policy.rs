@@ -18,8 +18,8 @@ pub enum MissedTicks {
 }
 
 /// What a periodic task does when a run panics. Whatever the policy, the
-/// panic reaches the handle ([`ScheduledHandle::failure_count`],
-/// [`ScheduledHandle::last_failure`]), the pool's panic handler, an `ERROR`
+/// panic reaches the handle ([`ScheduledHandle::failure_count`](crate::ScheduledHandle::failure_count),
+/// [`ScheduledHandle::last_failure`](crate::ScheduledHandle::last_failure)), the pool's panic handler, an `ERROR`
 /// event and the pool's failure counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnPanic {
@@ -40,7 +40,7 @@ pub enum OnPanic {
 }
 
 /// What a periodic task's body asks for next, with
-/// [`Periodic::start_dynamic`]. A body may return `()` (always
+/// [`Periodic::start_dynamic`](crate::Periodic::start_dynamic). A body may return `()` (always
 /// [`Next::Continue`]), `Option<Duration>` (`Some(d)` is [`Next::After`],
 /// `None` is [`Next::Stop`]), or `Next` itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +54,7 @@ pub enum Next {
 }
 
 /// A steering body's return value: see [`Next`] and
-/// [`Periodic::start_dynamic`].
+/// [`Periodic::start_dynamic`](crate::Periodic::start_dynamic).
 pub trait RunOutcome {
     /// What the task does next.
     fn into_next(self) -> Next;
