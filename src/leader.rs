@@ -96,9 +96,10 @@ pub(crate) struct Leader {
 /// a stream of them (W7) made the timers cost more than they saved.
 const SUCCESSOR_MIN_AHEAD: Nanos = 5_000;
 
-/// A timed wake-up this late says the cores are taken (an idle vCPU wakes
-/// a sleeper within tens of microseconds).
-const CONTENDED_WAKE: Nanos = 500_000;
+/// A timed wake-up this late says the cores are taken: an idle vCPU wakes a
+/// sleeper within tens of microseconds, and rarely a millisecond late
+/// (500 µs fired on an idle VM here and cost W4's median 5x).
+const CONTENDED_WAKE: Nanos = 2_000_000;
 
 /// How long spinning stays off once the cores were seen taken.
 const QUIET: Duration = Duration::from_millis(200);

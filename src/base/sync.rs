@@ -133,9 +133,10 @@ mod imp {
     /// another thread had the core (the spin then only cost that thread
     /// its time).
     pub(crate) fn spin_until(flag: &std::sync::atomic::AtomicBool, until: Instant) -> bool {
-        /// Far beyond one lap of the loop (well under a microsecond), far
-        /// below a scheduler's time slice.
-        const PREEMPTED: std::time::Duration = std::time::Duration::from_micros(50);
+        /// Far beyond one lap of the loop (well under a microsecond) and a
+        /// virtual machine's usual hiccups (50 µs fired on an idle VM here
+        /// and cost W4's median 5x), about a scheduler's time slice.
+        const PREEMPTED: std::time::Duration = std::time::Duration::from_millis(1);
         let mut last = Instant::now();
         let mut preempted = false;
         while !flag.load(std::sync::atomic::Ordering::Acquire) && last < until {
