@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Miri over the unit tests of the crate's `unsafe` (docs/design.md,
+# "Checking the unsafe"): the task pointer's and the one-shot task's tests,
+# racing ones among them, and the prefetch. Miri interprets the code and
+# reports undefined behaviour: use after free, double free, out-of-bounds
+# and misaligned accesses, Stacked Borrows violations, and data races (its
+# race detector) under the interleavings it picks.
+#
+# With -Zmiri-strict-provenance, as crossbeam runs it; except for the tests
+# in PERMISSIVE_TESTS, which park a thread on a parking_lot condvar:
+# parking_lot_core's word lock keeps a pointer in an integer, which strict
+# provenance refuses (an error in parking_lot, before any of our code), so
+# those run in a second pass with -Zmiri-permissive-provenance.
+#
+# Needs a nightly toolchain with the miri and rust-src components (.ci/run
+# adds them through .ci/nightly-checks.sh where it can); fails without them.
+# Runs on a copy of the crate without its dev-dependencies (.ci/unsafe-lib.sh).
+set -euo pipefail
+
+# The tests, as libtest filters (substrings of the test paths).
+UNIT_FILTERS="task::ptr::tests:: task::once::tests:: heap::tests::prefetch_"
+# Tests that block on parking_lot (see above): skipped in the strict pass.
+PERMISSIVE_TESTS="once::tests::racing_waiters_share_one_cell"
+
+cd "$(dirname "$0")/.."
+root=$PWD
+# shellcheck source=.ci/unsafe-lib.sh
+. "$root/.ci/unsafe-lib.sh"
+
+if ! cargo +nightly miri --version >/dev/null 2>&1; then
+  echo "miri: the nightly toolchain has no miri (rustup component add miri rust-src --toolchain nightly)" >&2
+  exit 1
+fi
+cargo +nightly miri --version
+
+tree=$(make_unsafe_tree "$root" "$root/target/unsafe-tree")
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+export RUST_BACKTRACE=0
+log=${TMPDIR:-/tmp}/miri-unsafe.$$.log
+trap 'rm -f "$log"' EXIT
+
+start=$SECONDS
+cd "$tree"
+# Builds (or finds) Miri's own std; a minute or two the first time.
+cargo +nightly miri setup
+skips=()
+for t in $PERMISSIVE_TESTS; do skips+=(--skip "$t"); done
+# shellcheck disable=SC2086 # the filters are words
+MIRIFLAGS="-Zmiri-strict-provenance" \
+  cargo +nightly miri test --lib -- $UNIT_FILTERS "${skips[@]}" 2>&1 | tee "$log"
+# shellcheck disable=SC2086
+MIRIFLAGS="-Zmiri-permissive-provenance" \
+  cargo +nightly miri test --lib -- $PERMISSIVE_TESTS 2>&1 | tee -a "$log"
+# shellcheck disable=SC2086
+check_filters "$log" $UNIT_FILTERS $PERMISSIVE_TESTS
+passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' "$log" | awk '{ n += $4 } END { print n + 0 }')
+printf 'miri: ran %s tests (%s), strict provenance but for %s: no undefined behaviour (%ss)\n' \
+  "$passed" "$UNIT_FILTERS" "$PERMISSIVE_TESTS" "$((SECONDS - start))"
