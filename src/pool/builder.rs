@@ -203,8 +203,11 @@ impl Builder {
     /// which is what lets one thread feed the pool zero-delay tasks faster
     /// than it could wake a sleeping worker for each. The price is up to
     /// this much CPU each time the queue runs dry. Default 20 µs;
-    /// `Duration::ZERO` never spins; values above one second are clamped
-    /// to one second.
+    /// `Duration::ZERO` never spins, neither this spin nor the leader's
+    /// spin to a deadline (the leader then sleeps to each deadline with the
+    /// OS's timer); values above one second are clamped to one second.
+    /// Either spin also stops by itself for 200 ms whenever the cores are
+    /// seen taken (a spin descheduled, or a timer 2 ms late).
     ///
     /// ```
     /// use std::time::Duration;
