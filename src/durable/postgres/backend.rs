@@ -59,7 +59,7 @@ const SLICE: Duration = Duration::from_millis(50);
 ///
 /// let backend = PostgresBackend::connect("host=127.0.0.1 user=app dbname=shop", "orders")?;
 /// let pool = DurablePool::builder(backend)
-///     .handler("close-order", |order: &u64, _job| Ok(()))
+///     .handler("close-order", |_order: &u64, _job| Ok(()))
 ///     .build()?;
 /// let mut db = postgres::Client::connect("host=127.0.0.1 user=app dbname=shop", postgres::NoTls)
 ///     .map_err(|e| schedpool::durable::DurableError::Unavailable(e.to_string()))?;
