@@ -183,14 +183,7 @@ impl DurablePool {
         value: &T,
         delay: Duration,
     ) -> Result<Put, DurableError> {
-        let sealed = self.seal(kind, id, value, None)?;
-        pg_of(&**self.inner.taker.backend(), "schedule_in")?.put_in(
-            tx,
-            id,
-            &sealed,
-            When::After(delay),
-            PutMode::Replace,
-        )
+        self.put_in_tx(tx, kind, id, value, delay, PutMode::Replace, "schedule_in")
     }
 
     /// [`schedule_if_absent`](Self::schedule_if_absent) in the caller's
@@ -207,13 +200,37 @@ impl DurablePool {
         value: &T,
         delay: Duration,
     ) -> Result<Put, DurableError> {
+        self.put_in_tx(
+            tx,
+            kind,
+            id,
+            value,
+            delay,
+            PutMode::IfAbsent,
+            "schedule_if_absent_in",
+        )
+    }
+
+    /// The two schedules in the caller's transaction, by `mode`; `verb`
+    /// names the caller in the error for a pool not on PostgreSQL.
+    #[allow(clippy::too_many_arguments)]
+    fn put_in_tx<T: Payload, C: GenericClient>(
+        &self,
+        tx: &mut C,
+        kind: &str,
+        id: &str,
+        value: &T,
+        delay: Duration,
+        mode: PutMode,
+        verb: &'static str,
+    ) -> Result<Put, DurableError> {
         let sealed = self.seal(kind, id, value, None)?;
-        pg_of(&**self.inner.taker.backend(), "schedule_if_absent_in")?.put_in(
+        pg_of(&**self.inner.taker.backend(), verb)?.put_in(
             tx,
             id,
             &sealed,
             When::After(delay),
-            PutMode::IfAbsent,
+            mode,
         )
     }
 
