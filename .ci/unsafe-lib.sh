@@ -13,14 +13,17 @@
 make_unsafe_tree() {
   local root=$1 dest=$2
   mkdir -p "$dest"
-  rm -rf "$dest/src" "$dest/tests"
-  cp -a "$root/src" "$root/tests" "$dest/"
+  rm -rf "$dest/src" "$dest/tests" "$dest/docs"
+  # docs/: src/guide.rs includes docs/guide.md.
+  cp -a "$root/src" "$root/tests" "$root/docs" "$dest/"
   cp -a "$root/Cargo.lock" "$dest/Cargo.lock"
-  # The manifest without [dev-dependencies], [[bench]], [[example]] and the
-  # bench profile; `[workspace]` keeps cargo from looking for one above DEST.
+  # The manifest without [dev-dependencies], [[bench]], [[example]], the
+  # bench profile and the workspace's members (not copied); an empty
+  # `[workspace]` keeps cargo from looking for one above DEST.
   awk '
     /^\[/ { skip = ($0 ~ /^\[dev-dependencies\]/ || $0 ~ /^\[\[bench\]\]/ ||
-                    $0 ~ /^\[\[example\]\]/ || $0 ~ /^\[profile\.bench\]/) }
+                    $0 ~ /^\[\[example\]\]/ || $0 ~ /^\[profile\.bench\]/ ||
+                    $0 ~ /^\[workspace\]/) }
     !skip { print }
     END { print ""; print "[workspace]" }
   ' "$root/Cargo.toml" >"$dest/Cargo.toml.new"

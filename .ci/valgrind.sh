@@ -54,6 +54,8 @@ for t in $STRESS_TESTS; do stress_args+=(--test "$t"); done
 
 start=$SECONDS
 # shellcheck disable=SC2086 # the filters are words
+# The same package selection and features as the test step, so its
+# binaries are reused (`-p schedpool` would resolve features anew and rebuild).
 cargo test --release --all-features --lib -- $UNIT_FILTERS 2>&1 | tee "$log"
 # shellcheck disable=SC2086
 check_filters "$log" $UNIT_FILTERS

@@ -61,7 +61,7 @@ fn main() {
         let samples: Samples = Arc::default();
         for &d in &delays {
             let due = Instant::now() + d;
-            pool.schedule(recorder(&samples, due), d).unwrap();
+            pool.schedule(recorder(&samples, due), d).unwrap().detach();
         }
         report("schedpool", threads, &wait_all(&samples));
         pool.shutdown_now();

@@ -35,7 +35,7 @@ fn main() {
 
 #[cfg(feature = "redis")]
 mod bench {
-    use std::io::Write;
+    use std::io::{IsTerminal, Write};
     use std::thread;
     use std::time::{Duration, Instant};
 
@@ -93,9 +93,14 @@ mod bench {
         format!("order-{n:07}")
     }
 
+    /// A status line redrawn in place on a terminal; a plain line in a log.
     fn progress(what: &str) {
-        eprint!("\r  {what:<70}");
-        std::io::stderr().flush().ok();
+        if std::io::stderr().is_terminal() {
+            eprint!("\r  {what:<70}");
+            std::io::stderr().flush().ok();
+        } else {
+            eprintln!("  {what}");
+        }
     }
 
     fn used_memory(conn: &mut redis::Connection) -> u64 {
@@ -337,7 +342,10 @@ mod bench {
             rounds,
             |r| claim_acks(&mut admin, &q_empty, &format!("due{r}"), ops),
         ));
-        eprintln!("\r  {:<70}", "done");
+        progress("done");
+        if std::io::stderr().is_terminal() {
+            eprintln!();
+        }
 
         let cpus = thread::available_parallelism().map_or(0, |n| n.get());
         let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();

@@ -40,7 +40,7 @@ fn main() {
 #[cfg(feature = "redis")]
 mod demo {
     use std::collections::HashMap;
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::{BufRead, BufReader, IsTerminal, Write};
     use std::process::{Child, ChildStdin, Command, Stdio};
     use std::sync::{mpsc, Mutex};
     use std::thread;
@@ -103,10 +103,8 @@ return first
     /// One shop server: a durable pool that closes orders, and a front that
     /// takes this shop's orders. Runs until its stdin closes (or kill -9).
     fn shop_main(shop: &str) {
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::WARN)
-            .with_writer(std::io::stderr)
-            .init();
+        // The pool's WARN and ERROR events (a lost lease, a failed handler) to stderr.
+        tracing::subscriber::set_global_default(crate::WarnsToStderr).expect("the only subscriber");
         let url = std::env::var(URL_VAR).expect("the parent passes the Redis URL");
         let backend = RedisBackend::connect(&url, QUEUE).expect("connect the queue");
         let conns: Mutex<Vec<redis::Connection>> = Mutex::new(Vec::new());
@@ -258,6 +256,10 @@ return first
         let mut kill_ms = None;
         let mut stats_b = None;
         let mut done_at = None;
+        // The progress line is redrawn in place on a terminal only; a log
+        // gets a plain line a second.
+        let live = std::io::stdout().is_terminal();
+        let mut logged: Option<Instant> = None;
         loop {
             while let Ok((shop, line)) = rx.try_recv() {
                 if line.starts_with("placed ") {
@@ -286,11 +288,17 @@ return first
                 .zcard(&lease)
                 .query(&mut conn)
                 .expect("progress");
-            print!(
-                "\r  {:>5.1} s  orders {recorded:>6}  closed {closed:>6}  pending {pending:>6}  in flight {in_flight:>3}   ",
+            let line = format!(
+                "  {:>5.1} s  orders {recorded:>6}  closed {closed:>6}  pending {pending:>6}  in flight {in_flight:>3}",
                 started.elapsed().as_secs_f64()
             );
-            std::io::stdout().flush().ok();
+            if live {
+                print!("\r{line}   ");
+                std::io::stdout().flush().ok();
+            } else if logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                println!("{line}");
+                logged = Some(Instant::now());
+            }
             if kill_ms.is_some() && closed >= total && pending == 0 && in_flight == 0 {
                 done_at.get_or_insert_with(Instant::now);
                 break;
@@ -531,4 +539,36 @@ return first
         check(kill_ms != u64::MAX, "shop A was killed");
         ok
     }
+}
+
+/// Prints `tracing` events at WARN and above to stderr, one line each: all the
+/// logging a shop process needs (the library depends on `tracing` alone).
+#[cfg(feature = "redis")]
+struct WarnsToStderr;
+
+#[cfg(feature = "redis")]
+impl tracing::Subscriber for WarnsToStderr {
+    fn enabled(&self, m: &tracing::Metadata<'_>) -> bool {
+        *m.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Line(String);
+        impl tracing::field::Visit for Line {
+            fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                use std::fmt::Write;
+                let _ = write!(self.0, " {}={v:?}", f.name());
+            }
+        }
+        let m = event.metadata();
+        let mut line = Line(format!("{} {}:", m.level(), m.target()));
+        event.record(&mut line);
+        eprintln!("{}", line.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
 }

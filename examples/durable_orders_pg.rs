@@ -51,7 +51,7 @@ fn shop(params: &str, who: i64) -> Result<(), DurableError> {
         })
         .build()?;
     let mut db = db(params);
-    let bad = |e: postgres::Error| DurableError::Unavailable(e.to_string());
+    let bad = |e: postgres::Error| DurableError::from(e); // kept as the source
     println!("READY");
     for n in 0..ORDERS_PER_PROCESS {
         let id = who * 1_000_000 + n;

@@ -9,7 +9,7 @@
 //!
 //! Run: `cargo run --release --example order_timeouts`
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -112,7 +112,10 @@ fn main() {
         })
     };
 
-    // Live progress until every order is settled.
+    // Progress until every order is settled: a line redrawn in place on a
+    // terminal; a plain line a second into a log or a pipe.
+    let live = std::io::stdout().is_terminal();
+    let mut logged = Instant::now();
     loop {
         thread::sleep(Duration::from_millis(100));
         let queued = pool.queue_len() as u64;
@@ -122,20 +125,29 @@ fn main() {
             stats.paid.load(Ordering::Relaxed),
             stats.closed.load(Ordering::Relaxed),
         );
-        print!(
-            "\r  {:>5.1} s  orders {:>7}  paid {:>7}  auto-closed {:>7}  pending timeouts {:>7}   ",
+        let line = format!(
+            "  {:>5.1} s  orders {:>7}  paid {:>7}  auto-closed {:>7}  pending timeouts {:>7}",
             started.elapsed().as_secs_f64(),
             placed,
             paid,
             closed,
             queued
         );
-        std::io::stdout().flush().ok();
-        if placed == ORDERS && paid + closed >= ORDERS {
+        let done = placed == ORDERS && paid + closed >= ORDERS;
+        if live {
+            print!("\r{line}   ");
+            std::io::stdout().flush().ok();
+        } else if done || logged.elapsed() >= Duration::from_secs(1) {
+            println!("{line}");
+            logged = Instant::now();
+        }
+        if done {
             break;
         }
     }
-    println!();
+    if live {
+        println!();
+    }
     shop.join().unwrap();
     payments.close();
     cashier.join().unwrap();

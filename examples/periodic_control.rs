@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use schedpool::{ManualClock, MissedTicks, OnPanic, RunInfo, ScheduledThreadPool, TaskState};
+use schedpool::{ManualClock, MissedTicks, OnFailure, RunInfo, ScheduledThreadPool, TaskState};
 
 const S: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
@@ -49,7 +49,7 @@ fn virtual_pool(panics: Option<Arc<Mutex<Vec<String>>>>) -> (ManualClock, Schedu
         .thread_name("ctl")
         .clock(clock.clone());
     if let Some(log) = panics {
-        builder = builder.panic_handler(move |p| {
+        builder = builder.failure_handler(move |p| {
             log.lock()
                 .unwrap()
                 .push(format!("task {} ({}): {}", p.id(), p.kind(), p.message()))
@@ -111,7 +111,7 @@ fn main() {
     let mut attempt = 0;
     let sync = pool
         .at_fixed_rate(10 * S)
-        .on_panic(OnPanic::Backoff {
+        .on_failure(OnFailure::Backoff {
             initial: S,
             max: 4 * S,
         })

@@ -15,7 +15,7 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use crate::base::clock::{to_instant, to_nanos, Clock, ClockListener, ManualClock, Nanos};
+use crate::base::clock::{after, to_instant, to_nanos, Clock, ClockListener, ManualClock, Nanos};
 use crate::base::sync::Mutex;
 use crate::leader::{Handoff, Leader, Signal, Waitable, Wake};
 use crate::structures::heap::{HeapEntry, IndexedHeap, Positions};
@@ -39,7 +39,7 @@ pub trait Delayed {
 ///
 /// let q = DelayQueue::new();
 /// q.put(DelayItem::new("later", Duration::from_secs(3600)));
-/// q.put(DelayItem::new("now", Duration::ZERO));
+/// q.put(DelayItem::new("now", Duration::ZERO)); // or q.put_after("now", Duration::ZERO)
 /// assert_eq!(q.take().map(DelayItem::into_inner), Some("now"));
 /// assert!(q.poll().is_none(), "the other one is an hour away");
 /// ```
@@ -50,8 +50,33 @@ pub struct DelayItem<T> {
 }
 
 impl<T> DelayItem<T> {
-    /// `value`, due `delay` from now (real time). A delay too large for an
-    /// `Instant` saturates at about 146 years: it never comes due.
+    /// `value`, due `delay` from now by the **real** clock. A delay too
+    /// large for an `Instant` saturates at about 146 years: it never comes
+    /// due.
+    ///
+    /// The trap: on a queue built with [`DelayQueue::with_clock`], an item
+    /// made here is stamped with the real clock, not the manual one, so it
+    /// comes due only once the manual clock has been advanced by `delay`
+    /// *plus* all the real time that passed since the clock was made: not
+    /// when `advance(delay)` says, and in a test that runs for a while, much
+    /// later. Use [`DelayQueue::put_after`] (it reads the queue's own clock)
+    /// or `DelayItem::at(value, clock.now() + delay)`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{DelayItem, DelayQueue, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let q = DelayQueue::with_clock(clock.clone());
+    /// std::thread::sleep(Duration::from_millis(5)); // real time passes
+    /// q.put(DelayItem::new("trap", Duration::from_secs(1)));
+    /// q.put_after("right", Duration::from_secs(1));
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(q.poll().map(DelayItem::into_inner), Some("right"));
+    /// assert!(q.poll().is_none(), "the real-clock item is late by the 5 ms slept, and more");
+    /// clock.advance(Duration::from_secs(60)); // far more than the real time since `new`
+    /// assert_eq!(q.poll().map(DelayItem::into_inner), Some("trap"));
+    /// ```
     pub fn new(value: T, delay: Duration) -> Self {
         let now = Instant::now();
         let delay = delay.min(Duration::from_nanos(crate::base::clock::MAX_DELAY));
@@ -191,11 +216,11 @@ impl<T: Send> ClockListener for Shared<T> {
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use schedpool::{DelayItem, DelayQueue};
+/// use schedpool::DelayQueue;
 ///
 /// let q = Arc::new(DelayQueue::new());
-/// let unpaid = q.put(DelayItem::new("order-1", Duration::from_millis(20)));
-/// q.put(DelayItem::new("order-2", Duration::from_millis(10)));
+/// let unpaid = q.put_after("order-1", Duration::from_millis(20));
+/// q.put_after("order-2", Duration::from_millis(10));
 /// assert!(q.remove(unpaid).is_some(), "order-1 was paid: its timeout goes");
 ///
 /// let taker = { let q = q.clone(); std::thread::spawn(move || q.take()) };
@@ -236,7 +261,10 @@ impl<T> DelayQueue<T> {
 
     /// An empty queue whose deadlines follow `clock`:
     /// [`ManualClock::advance`] wakes blocked takers. Elements' deadlines
-    /// should come from the same clock (`DelayItem::at(v, clock.now() + d)`).
+    /// must come from the same clock: [`put_after`](DelayQueue::put_after)
+    /// reads it (or `DelayItem::at(v, clock.now() + d)`); `DelayItem::new`
+    /// reads the real clock, and its item comes due late here, by the real
+    /// time since the clock was made (see [`DelayItem::new`]).
     ///
     /// # Examples
     ///
@@ -246,7 +274,8 @@ impl<T> DelayQueue<T> {
     ///
     /// let clock = ManualClock::new();
     /// let q = DelayQueue::with_clock(clock.clone());
-    /// q.put(DelayItem::at("sms", clock.now() + Duration::from_secs(60)));
+    /// q.put_after("sms", Duration::from_secs(60));
+    /// q.put(DelayItem::at("push", clock.now() + Duration::from_secs(61)));
     /// assert!(q.poll().is_none());
     /// clock.advance(Duration::from_secs(60));
     /// assert_eq!(q.poll().map(DelayItem::into_inner), Some("sms"));
@@ -268,8 +297,14 @@ impl<T: Delayed> DelayQueue<T> {
     ///
     /// Putting into a closed queue still stores the item; `poll`, `take`
     /// and `drain_expired` return it once due (`take` never blocks there).
+    /// For a value due after a delay, [`put_after`](Self::put_after) reads
+    /// the queue's own clock (the one to use with a [`ManualClock`]).
     pub fn put(&self, item: T) -> Key {
         let deadline = to_nanos(item.deadline());
+        self.put_at_nanos(item, deadline)
+    }
+
+    fn put_at_nanos(&self, item: T, deadline: Nanos) -> Key {
         let mut state = self.shared.state.lock();
         let s = &mut *state;
         let seq = s.next_seq;
@@ -291,6 +326,36 @@ impl<T: Delayed> DelayQueue<T> {
             index: slot,
             generation: seq,
         }
+    }
+}
+
+impl<T> DelayQueue<DelayItem<T>> {
+    /// Adds `value`, due `delay` from now by the queue's own clock (the real
+    /// clock, or the [`ManualClock`] it was built with), and returns its key.
+    /// The way to put a delayed value: unlike
+    /// [`DelayItem::new`], which reads the real clock, it comes due when a
+    /// manual clock is advanced by `delay`. A delay too large for an
+    /// `Instant` never comes due. Never blocks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{DelayQueue, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let q = DelayQueue::with_clock(clock.clone());
+    /// let key = q.put_after("order-42 unpaid", Duration::from_secs(1800));
+    /// clock.advance(Duration::from_secs(1799));
+    /// assert!(q.poll().is_none(), "never early");
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(q.poll().map(|item| item.into_inner()), Some("order-42 unpaid"));
+    /// assert!(q.remove(key).is_none(), "already taken");
+    /// ```
+    pub fn put_after(&self, value: T, delay: Duration) -> Key {
+        let deadline = after(self.shared.clock.now(), delay);
+        let item = DelayItem::at(value, to_instant(deadline));
+        self.put_at_nanos(item, deadline)
     }
 }
 

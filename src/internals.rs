@@ -1,5 +1,5 @@
 //! **Not public API.** Invariant checks for the crate's own tests
-//! (`tests/model.rs`). Hidden from the docs, exempt from semver, and may
+//! (`integration/tests/model.rs`). Hidden from the docs, exempt from semver, and may
 //! change or vanish at any time: do not use.
 //!
 //! Each check takes the structure's lock once, reads a snapshot and returns
@@ -18,6 +18,30 @@
 //!     pool.schedule(|| f as for<'a> fn(&'a u8), Duration::ZERO).unwrap();
 //! let h: ScheduledHandle<fn(&'static u8)> = h;
 //! drop(h);
+//! ```
+//!
+//! A handle dropped unbound is a warning (`#[must_use]`: dropping it
+//! detaches the task, the trap of a timeout lost in a `select!` arm), so
+//! under the doctests' `deny(warnings)` this must not compile:
+//!
+//! ```compile_fail
+//! use std::time::Duration;
+//! use schedpool::ScheduledThreadPool;
+//! let pool = ScheduledThreadPool::new(1);
+//! pool.schedule(|| (), Duration::from_secs(60)).unwrap();
+//! ```
+//!
+//! while the same code that keeps, detaches or guards the handle does:
+//!
+//! ```
+//! use std::time::Duration;
+//! use schedpool::ScheduledThreadPool;
+//! let pool = ScheduledThreadPool::new(1);
+//! let kept = pool.schedule(|| (), Duration::from_secs(60)).unwrap();
+//! pool.schedule(|| (), Duration::from_secs(60)).unwrap().detach();
+//! let guard = pool.schedule(|| (), Duration::from_secs(60)).unwrap().cancel_on_drop();
+//! assert!(kept.cancel());
+//! drop(guard);
 //! ```
 
 use crate::structures::heap::NOT_QUEUED;
@@ -102,7 +126,7 @@ impl DurableTaker {
 
     /// Blocks for one item, or `None` once closed.
     pub fn take(&self) -> Result<Option<crate::durable::Claimed>, crate::durable::DurableError> {
-        self.0.take(None)
+        Ok(self.0.take(None)?.map(|taken| taken.claimed))
     }
 
     /// Closes: blocked takers return `None`.

@@ -32,28 +32,38 @@
 //!   [`Builder`].
 //! - [`ScheduledHandle`]: `cancel`, `is_done`, `delay`, `wait_timeout`,
 //!   `join`, and `.await` (it is a `Future`, with no runtime dependency).
+//!   Dropping it detaches the task; [`CancelOnDrop`]
+//!   (`handle.cancel_on_drop()`) cancels it on drop instead.
 //! - [`DelayQueue`]: a blocking queue of [`Delayed`] elements (or
 //!   [`DelayItem`]s) that come out once due; [`Key`]s remove them in
 //!   O(log n).
 //! - [`Periodic`] (from `pool.at_fixed_rate(p)` or `pool.with_fixed_delay(d)`):
 //!   periodic tasks with a [`MissedTicks`] policy (burst, skip, delay), an
-//!   [`OnPanic`] policy (stop, continue, backoff), run limits, jitter and
+//!   [`OnFailure`] policy (stop, continue, backoff) for runs that panic or
+//!   return `Err`, run limits, jitter and
 //!   bodies that choose their next delay. Handles pause, resume, trigger
 //!   and re-period them.
+//! - [`OnCalendar`] (from `pool.on_calendar(schedule)`, or
+//!   `pool.schedule_calendar`): calendar tasks, run at the wall-clock fire
+//!   times of a [`calendar::Schedule`] (a rule of your own, or with the
+//!   `calendar` feature a cron expression, a daily time or an aligned
+//!   interval in an IANA time zone, with daylight-saving policies), never
+//!   early by the wall clock, with a periodic task's handle and controls.
 //! - [`IdleTimer`] (`pool.idle_timer`): fires once its subject has been idle
 //!   for a while; `touch()` pushes it back without a heap operation.
 //! - [`ManualClock`]: virtual time. Give it to a pool or queue, then
 //!   `advance` it: a 30-minute timeout fires in microseconds.
-//! - Hooks and numbers: a panic handler and before/after hooks on the
+//! - Hooks and numbers: a failure handler and before/after hooks on the
 //!   [`Builder`], [`RunInfo::current`] inside a run, and
 //!   [`ScheduledThreadPool::stats`] with a lateness histogram.
 //! - [`durable`]: timeouts that survive restarts and are shared by a fleet.
 //!   A `DurableQueue` and a `DurablePool` run over a `DurableBackend`. The
-//!   backend is Redis with the `redis` feature, or in memory on a
-//!   [`ManualClock`] for tests. Time is the store's clock, delivery is at
+//!   backend is Redis with the `redis` feature, PostgreSQL with the
+//!   `postgres` feature, or in memory on a [`ManualClock`] for tests. Time is the store's clock, delivery is at
 //!   least once with fenced leases, and cancel by id takes O(log n).
 //! - Errors are values: [`Rejected`] for refused submissions, [`TaskError`]
-//!   for tasks that were cancelled or panicked. Nothing panics on bad input.
+//!   for tasks that were cancelled, panicked or failed; periodic bodies
+//!   return `Result` for failures. Nothing panics on bad input.
 //!
 //! ## Guarantees
 //!
@@ -67,14 +77,82 @@
 //!
 //! Each run happens inside a `tracing` span named `task` (target
 //! `schedpool::task`) with the fields `id`, `kind` (`once`, `fixed_rate`,
-//! `fixed_delay`, or `idle` for an idle timer) and `lateness_us`. A panic
-//! emits an `ERROR` event carrying the message; rejections emit `DEBUG`,
+//! `fixed_delay`, `calendar`, or `idle` for an idle timer) and `lateness_us`. A panic
+//! emits an `ERROR` event carrying the message (an `Err` a body returns, a
+//! "task failed" `ERROR` event with its text); rejections emit `DEBUG`,
 //! shutdown `INFO`, and pool starvation (due tasks waiting for a worker past
 //! [`Builder::starvation_threshold`]) `WARN` events. With no subscriber the
 //! cost is a branch.
 //!
+//! ## Metrics (feature `metrics`)
+//!
+//! With the `metrics` feature, both pools publish through the [`metrics`](https://docs.rs/metrics)
+//! crate's facade, so any exporter (Prometheus, StatsD, ...) gets them.
+//! A pool registers its metrics once, when it is built, with the recorder
+//! installed then: install the exporter first. Each metric has the label
+//! `pool`: a [`ScheduledThreadPool`]'s [`Builder::thread_name`] prefix, or
+//! a `DurablePool`'s `DurablePoolBuilder::name`, so pools in one process
+//! are told apart (give them different names). Times are in seconds.
+//!
+//! | name | type | unit | labels | what |
+//! |---|---|---|---|---|
+//! | `schedpool_scheduled_total` | counter | count | `pool` | tasks accepted (a periodic task counts once) |
+//! | `schedpool_ran_total` | counter | count | `pool` | runs started (every periodic run counts) |
+//! | `schedpool_cancelled_total` | counter | count | `pool` | tasks cancelled: by their handle, or by shutdown's policies |
+//! | `schedpool_failed_total` | counter | count | `pool` | runs that panicked or returned `Err` |
+//! | `schedpool_rejected_total` | counter | count | `pool` | submissions refused: shut down, or no worker could start |
+//! | `schedpool_queued` | gauge | count | `pool` | tasks waiting in the queue |
+//! | `schedpool_active` | gauge | count | `pool` | tasks running now |
+//! | `schedpool_threads` | gauge | count | `pool` | live worker threads |
+//! | `schedpool_lag_seconds` | gauge | seconds | `pool` | age of the oldest due task not yet started (0 when none is due) |
+//! | `schedpool_lateness_seconds` | histogram | seconds | `pool` | each run's start minus its due time |
+//! | `schedpool_run_seconds` | histogram | seconds | `pool` | each run's body time |
+//! | `schedpool_durable_items` | gauge | count | `pool`, `state` | items in the store by `state`: `pending`, `in_flight` (leased), `dead` (the dead letters) |
+//! | `schedpool_durable_lag_seconds` | gauge | seconds | `pool` | age of the oldest due item not yet claimed, by the store's clock |
+//! | `schedpool_durable_succeeded_total` | counter | count | `pool` | [`DurableStats`](durable::DurableStats)`::succeeded` (this process) |
+//! | `schedpool_durable_failed_total` | counter | count | `pool` | `DurableStats::failed` |
+//! | `schedpool_durable_retried_total` | counter | count | `pool` | `DurableStats::retried` |
+//! | `schedpool_durable_dead_lettered_total` | counter | count | `pool` | `DurableStats::dead_lettered` |
+//! | `schedpool_durable_lease_lost_total` | counter | count | `pool` | `DurableStats::lease_lost` |
+//! | `schedpool_durable_deferred_total` | counter | count | `pool` | `DurableStats::deferred` |
+//!
+//! What it costs: a run records its two histograms on its worker (two
+//! handle calls and a clock read); nothing else is done per task. A
+//! sampler thread per pool (`"{name}-metrics"`, started at `build`, gone
+//! once the pool terminates or shuts down) publishes the counters, as the
+//! growth of the pool's own counts, and the gauges every
+//! `Builder::metrics_interval` (1 s) or
+//! `DurablePoolBuilder::metrics_interval` (5 s; each sample asks the store
+//! three questions), and once more at the end; `rejected` is counted at
+//! once. The durable gauges are the store's, so every process of a fleet
+//! reports the same depth. Lateness, run time and lag are by the pool's
+//! clock: virtual time on a [`ManualClock`]. Without the feature, none of
+//! this is compiled.
+//!
+//! ```
+//! # #[cfg(feature = "metrics")]
+//! # {
+//! use std::time::Duration;
+//! use schedpool::ScheduledThreadPool;
+//!
+//! // An exporter's recorder is installed first, e.g.
+//! // metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
+//! let pool = ScheduledThreadPool::builder()
+//!     .thread_name("timeouts") // pool="timeouts"
+//!     .metrics_interval(Duration::from_millis(500))
+//!     .build()?;
+//! pool.schedule(|| (), Duration::from_millis(1))?.join()?;
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The example `metrics_prometheus` (package `schedpool-integration`)
+//! serves them to Prometheus; the guide's "Metrics" shows a scrape.
+//!
 //! A user guide with examples and migration tables from Java and from the
 //! `scheduled-thread-pool` crate is in `docs/guide.md`.
+//! The user [`guide`] (also `docs/guide.md`) tours what to reach for and why,
+//! with migration tables from Java and from the `scheduled-thread-pool` crate.
 //!
 //! The design (the heap, the leader/follower protocol, why no wake-up is
 //! lost) is in `docs/design.md`; the deliberate differences from Java are in
@@ -88,11 +166,17 @@
 )]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![doc(test(attr(deny(warnings))))]
+// docs.rs (Cargo.toml's [package.metadata.docs.rs]): each feature-gated item
+// shows the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Layers, each using only those listed before it (docs/design.md):
 mod base;
+pub mod calendar;
 mod delay_queue;
 pub mod durable;
+#[cfg(not(doctest))]
+pub mod guide;
 #[doc(hidden)]
 pub mod internals;
 mod leader;
@@ -102,13 +186,19 @@ mod structures;
 mod task;
 
 pub use base::clock::ManualClock;
-pub use base::error::{Rejected, TaskError};
+pub use base::error::{BuildError, Panic, Rejected, TaskError};
 pub use delay_queue::{DelayItem, DelayQueue, Delayed, Key};
 pub use pool::builder::Builder;
-pub use pool::executor::ScheduledThreadPool;
+pub use pool::calendar::OnCalendar;
+pub use pool::cancel_guard::CancelOnDrop;
+pub use pool::executor::{ScheduledThreadPool, Terminated};
 pub use pool::handle::{PendingTask, ScheduledHandle, TaskState};
-pub use pool::hooks::{RunInfo, TaskPanic};
+#[allow(deprecated)]
+pub use pool::hooks::TaskPanic;
+pub use pool::hooks::{RunInfo, TaskFailure};
 pub use pool::idle::IdleTimer;
 pub use pool::periodic::Periodic;
 pub use pool::stats::{Lateness, PoolStats};
-pub use task::policy::{MissedTicks, Next, OnPanic, RunOutcome};
+#[allow(deprecated)]
+pub use task::policy::OnPanic;
+pub use task::policy::{MissedTicks, Next, OnFailure, RunOutcome, RunResult};

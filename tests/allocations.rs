@@ -43,7 +43,8 @@ fn one_allocation_per_task_and_none_from_tracing_without_a_subscriber() {
             },
             Duration::from_micros(i % 3 * 50),
         )
-        .unwrap();
+        .unwrap()
+        .detach();
     }
     while done.load(Ordering::Relaxed) < N as usize {
         std::thread::yield_now();
@@ -60,7 +61,8 @@ fn one_allocation_per_task_and_none_from_tracing_without_a_subscriber() {
             },
             delay,
         )
-        .unwrap();
+        .unwrap()
+        .detach();
     }
     while done.load(Ordering::Relaxed) < N as usize {
         std::thread::yield_now();

@@ -135,3 +135,29 @@ fn handles_are_send_and_sync() {
     assert_send_sync::<schedpool::DelayQueue<schedpool::DelayItem<String>>>();
     assert_send_sync::<schedpool::PendingTask>();
 }
+
+#[test]
+fn the_terminated_future_completes_when_the_pool_terminates() {
+    let pool = ScheduledThreadPool::new(1);
+    let gate = common::Gate::new();
+    let g = gate.clone();
+    pool.submit(move || g.wait()).unwrap().detach();
+    let waiter = {
+        let terminated = pool.terminated();
+        std::thread::spawn(move || block_on(terminated))
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!waiter.is_finished(), "not terminated: not even shut down");
+    pool.shutdown();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(
+        !waiter.is_finished(),
+        "shut down, but a task still runs: not terminated"
+    );
+    gate.open();
+    let ((), wakes) = waiter.join().unwrap();
+    assert!(pool.is_terminated());
+    assert_eq!(wakes, 1, "woken once, by the termination");
+    // Already terminated: ready at the first poll, without a wake-up.
+    assert_eq!(block_on(pool.terminated()), ((), 0));
+}

@@ -289,3 +289,93 @@ fn a_periodic_task_cancels_itself() {
     );
     assert_eq!(pool.queue_len(), 0);
 }
+
+/// A `select!`-like race: the arm holding the timeout's guard loses, and the
+/// guard is dropped with it. The task is cancelled at once (its closure is
+/// dropped unrun and never runs, the queue is empty), while a detached guard
+/// keeps its task running. Without the guard, dropping a handle detaches.
+#[test]
+fn a_dropped_cancel_on_drop_guard_cancels_its_task() {
+    use schedpool::{CancelOnDrop, ManualClock, TaskState};
+    let clock = ManualClock::new();
+    let pool = PoolGuard(
+        ScheduledThreadPool::builder()
+            .core_threads(1)
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+    );
+    let ran = Arc::new(AtomicUsize::new(0));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let body = |ran: &Arc<AtomicUsize>| {
+        let ran = Arc::clone(ran);
+        let token = DropCounter(Arc::clone(&drops));
+        move || {
+            let _token = &token;
+            ran.fetch_add(1, Ordering::SeqCst);
+        }
+    };
+    let guard: CancelOnDrop<()> = pool
+        .schedule(body(&ran), Duration::from_secs(1800))
+        .unwrap()
+        .cancel_on_drop();
+    assert_eq!(guard.state(), TaskState::Scheduled, "derefs to the handle");
+    assert_eq!(pool.queue_len(), 1);
+    // The "select!": the other branch wins; the losing arm's state drops.
+    let arms: [Option<CancelOnDrop<()>>; 2] = [None, Some(guard)];
+    let winner = arms.into_iter().position(|arm| arm.is_none());
+    assert_eq!(winner, Some(0));
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the closure was dropped at once"
+    );
+    assert_eq!(pool.queue_len(), 0, "and the task left the queue");
+
+    // Disarmed: the plain handle is back; dropping it detaches (it runs).
+    let kept = pool
+        .schedule(body(&ran), Duration::from_secs(1800))
+        .unwrap()
+        .cancel_on_drop()
+        .into_inner();
+    drop(kept);
+    // A guard kept until its task is done: dropping it then changes nothing.
+    let done = pool
+        .schedule(|| 5, Duration::from_secs(10))
+        .unwrap()
+        .cancel_on_drop();
+    clock.advance(Duration::from_secs(1800));
+    assert!(done.wait_timeout(EVENTUALLY));
+    assert_eq!(done.state(), TaskState::Done);
+    drop(done);
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "only the detached task ran");
+    assert_eq!(pool.stats().completed, 2);
+}
+
+/// The guard cancels with the handle's semantics (state Cancelled, join
+/// gives Cancelled), and awaits like the handle.
+#[test]
+fn cancel_on_drop_guards_join_and_await_like_handles() {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    let guard = pool.submit(|| 40 + 2).unwrap().cancel_on_drop();
+    let mut fut = pin!(guard);
+    let mut cx = Context::from_waker(Waker::noop());
+    let got = loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            break v;
+        }
+        std::thread::yield_now();
+    };
+    assert_eq!(got, Ok(42));
+    let guard = pool
+        .schedule(|| 1, Duration::from_secs(60))
+        .unwrap()
+        .cancel_on_drop();
+    assert!(guard.cancel());
+    assert_eq!(guard.state(), schedpool::TaskState::Cancelled);
+    assert_eq!(guard.join(), Err(TaskError::Cancelled));
+}

@@ -279,3 +279,34 @@ fn values_are_dropped_outside_the_lock() {
     q.clear();
     assert!(q.is_empty());
 }
+
+/// `put_after` stamps the deadline with the queue's own (manual) clock: the
+/// value comes due when the clock is advanced by the delay, never before;
+/// equal delays stay FIFO, and a blocked `take` wakes on the advance.
+#[test]
+fn put_after_reads_the_queues_manual_clock() {
+    let clock = ManualClock::new();
+    let q = Arc::new(DelayQueue::with_clock(clock.clone()));
+    let late = q.put_after("late", Duration::from_secs(3600));
+    q.put_after("a", Duration::from_secs(1800));
+    q.put_after("b", Duration::from_secs(1800));
+    assert_eq!(
+        q.peek_deadline(),
+        Some(clock.now() + Duration::from_secs(1800)),
+        "the deadline is on the manual clock"
+    );
+    clock.advance(Duration::from_secs(1799));
+    assert!(q.poll().is_none(), "never early");
+    let taker = {
+        let q = Arc::clone(&q);
+        thread::spawn(move || q.take().map(DelayItem::into_inner))
+    };
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(taker.join().unwrap(), Some("a"), "a blocked take wakes");
+    assert_eq!(q.poll().map(DelayItem::into_inner), Some("b"), "FIFO");
+    assert!(q.poll().is_none());
+    assert_eq!(q.remove(late).map(DelayItem::into_inner), Some("late"));
+    q.put_after("huge", Duration::MAX);
+    clock.advance(Duration::from_secs(1800));
+    assert!(q.poll().is_none(), "Duration::MAX never comes due");
+}

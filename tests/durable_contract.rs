@@ -2,17 +2,22 @@
 //! one always, the Redis one (a real redis-server) with `--features redis`,
 //! the PostgreSQL one (a private cluster) with `--features postgres`.
 //! Users test against the in-memory backend, so it must behave as the
-//! stores do.
+//! stores do. Most cases take one handle; a `pair` case takes two handles
+//! on one store (two processes); an `owned` case builds a pool on one.
 
 #[cfg(feature = "postgres")]
 mod postgres_support;
 #[cfg(feature = "redis")]
 mod redis_support;
 
+use schedpool::calendar::Schedule;
 use schedpool::durable::{
-    Cancelled, DurableBackend, MemoryBackend, Nack, Put, PutMode, Repeat, When,
+    Cancelled, DurableBackend, DurableError, DurablePool, MemoryBackend, Misfire, Nack, Put,
+    PutMode, Repeat, StoredState, When, MAX_ERROR_BYTES,
 };
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const LEASE: Duration = Duration::from_secs(30);
 
@@ -132,14 +137,61 @@ fn replace_and_if_absent(b: &dyn DurableBackend) {
         Put::Exists,
         "in flight counts as present"
     );
-    // Replacing an in-flight item fences its holder.
+    // Replacing an in-flight item fences its holder: its ack, nack, extend
+    // and reschedule are all refused, and change nothing.
     put(b, "k", 0);
     assert!(!b.ack("k", held.token).unwrap(), "the old holder is fenced");
     assert!(!b.extend(&[("k", held.token)], LEASE).unwrap()[0]);
+    assert!(!b
+        .nack("k", held.token, Nack::Retry(Duration::from_secs(60)))
+        .unwrap());
+    assert_eq!(
+        b.ack_and_reschedule("k", held.token, Repeat::FixedDelay(LEASE))
+            .unwrap(),
+        None
+    );
     let again = claim_n(b, 1, LEASE).remove(0);
     assert!(again.token > held.token, "tokens only grow");
     assert_eq!(again.attempt, 1, "a put resets the attempts");
     assert!(b.ack("k", again.token).unwrap());
+}
+
+fn ack_many_fences_each_pair_alone(b: &dyn DurableBackend) {
+    for id in ["m1", "m2", "m3"] {
+        put(b, id, 0);
+    }
+    let got = claim_n(b, 3, LEASE);
+    let token = |id: &str| got.iter().find(|c| c.id == id).unwrap().token;
+    // m2 is replaced while held, then claimed by a new holder: the old
+    // holder's token is stale, the new one's holds.
+    put(b, "m2", 0);
+    let again = claim_n(b, 1, LEASE).remove(0);
+    assert_eq!(again.id, "m2");
+    let acks = [
+        ("m1", token("m1")),
+        ("m2", token("m2")),
+        ("m2", again.token),
+        ("m3", token("m3") + 1000),
+    ];
+    assert_eq!(
+        b.ack_many(&acks).unwrap(),
+        [true, false, true, false],
+        "each pair is checked against its own token; a stale one is refused alone"
+    );
+    assert_eq!(
+        b.ack_many(&acks).unwrap(),
+        [true, false, true, false],
+        "a repeated batch (a retry after a lost reply) answers as the first"
+    );
+    let c = b.counts().unwrap();
+    assert_eq!(
+        (c.pending, c.in_flight, c.dead),
+        (0, 1, 0),
+        "only m3 is still held"
+    );
+    assert_eq!(b.ack_many(&[("m3", token("m3"))]).unwrap(), [true]);
+    assert_eq!(b.ack_many(&[]).unwrap(), Vec::<bool>::new());
+    assert_eq!(b.counts().unwrap(), Default::default());
 }
 
 fn lease_expiry_and_dead_letters(b: &dyn DurableBackend) {
@@ -162,13 +214,22 @@ fn lease_expiry_and_dead_letters(b: &dyn DurableBackend) {
     );
     // With max_attempts 2, the next expiry dead-letters it.
     std::thread::sleep(Duration::from_millis(60));
+    let before = b.server_time_ms().unwrap();
     let batch = b.claim(short, 10, 2).unwrap();
     assert!(batch.items.is_empty());
     let c = b.counts().unwrap();
     assert_eq!((c.pending, c.in_flight, c.dead), (0, 0, 1));
+    let dead = b.dead_letters(10).unwrap();
+    assert_eq!(dead.len(), 1);
+    let d = &dead[0];
     assert_eq!(
-        b.dead_letters(10).unwrap(),
-        vec![("e".to_string(), env(b"e"))]
+        (d.id.as_str(), &d.envelope, d.error.as_deref(), d.attempts),
+        ("e", &env(b"e"), None, 2),
+        "an expired last lease records no error"
+    );
+    assert!(
+        (before..=b.server_time_ms().unwrap()).contains(&d.died_ms),
+        "stamped by the store's clock: {d:?}"
     );
     // A put revives a dead-lettered id as new.
     assert!(matches!(
@@ -347,51 +408,445 @@ fn wake_ups(b: &dyn DurableBackend) {
     });
 }
 
-macro_rules! contract {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[test]
-                fn $name() {
-                    super::$name(&schedpool::durable::MemoryBackend::new());
+/// Bury records the error with the item; `dead_letters` reads it back with
+/// the attempts and the time of death; requeue puts it back as a fresh put
+/// due now (attempts reset, the record stripped); purge deletes it; neither
+/// touches a live item.
+fn bury_requeue_and_purge(b: &dyn DurableBackend) {
+    let first_deadline = put(b, "x", 0);
+    let held = claim_n(b, 1, LEASE).remove(0);
+    let before = b.server_time_ms().unwrap();
+    assert!(b.bury("x", held.token, Some("card declined")).unwrap());
+    assert!(
+        b.bury("x", held.token, Some("card declined")).unwrap(),
+        "a repeated bury answers as the first"
+    );
+    assert!(
+        !b.bury("x", held.token + 1000, Some("other")).unwrap(),
+        "a wrong token is refused"
+    );
+    let dead = b.dead_letters(10).unwrap();
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    let d = &dead[0];
+    assert_eq!(
+        (d.id.as_str(), &d.envelope, d.error.as_deref(), d.attempts),
+        ("x", &env(b"x"), Some("card declined"), 1)
+    );
+    assert!(
+        (before..=b.server_time_ms().unwrap()).contains(&d.died_ms),
+        "stamped by the store's clock: {d:?}"
+    );
+    assert!(b.claim(LEASE, 10, 0).unwrap().items.is_empty());
+    // Requeue and purge act on dead letters only.
+    put(b, "live", 60_000);
+    for id in ["live", "nobody"] {
+        assert!(!b.requeue(id).unwrap(), "{id}");
+        assert!(!b.purge(id).unwrap(), "{id}");
+    }
+    let c = b.counts().unwrap();
+    assert_eq!((c.pending, c.in_flight, c.dead), (1, 0, 1));
+    let before = b.server_time_ms().unwrap();
+    assert!(b.requeue("x").unwrap());
+    assert!(!b.requeue("x").unwrap(), "requeued once");
+    let c = b.counts().unwrap();
+    assert_eq!((c.pending, c.in_flight, c.dead), (2, 0, 0));
+    let again = claim_n(b, 1, LEASE).remove(0);
+    assert_eq!(again.id, "x");
+    assert_eq!(
+        again.envelope,
+        env(b"x"),
+        "the stored bytes are what was put"
+    );
+    assert_eq!(again.attempt, 1, "a requeue resets the attempts");
+    assert!(again.token > held.token, "a fresh token");
+    assert!(
+        again.due_ms >= before && again.deadline_ms == again.due_ms,
+        "due now by the store's clock: {again:?}"
+    );
+    assert!(again.deadline_ms >= first_deadline);
+    assert!(
+        !b.extend(&[("x", held.token)], LEASE).unwrap()[0],
+        "the holder before the burial stays fenced"
+    );
+    // Buried again without a reason: no stale error.
+    assert!(b.bury("x", again.token, None).unwrap());
+    let d = b.dead_letters(10).unwrap().remove(0);
+    assert_eq!((d.error, d.attempts, d.envelope), (None, 1, env(b"x")));
+    assert!(b.purge("x").unwrap());
+    assert!(!b.purge("x").unwrap(), "purged once");
+    assert!(!b.requeue("x").unwrap(), "a purged item cannot come back");
+    // A long error is cut at a character boundary; cancel hands back the
+    // envelope without the record.
+    put(b, "y", 0);
+    let held = claim_n(b, 1, LEASE).remove(0);
+    assert!(b.bury("y", held.token, Some(&"é".repeat(3000))).unwrap());
+    let error = b.dead_letters(10).unwrap().remove(0).error.unwrap();
+    assert!(
+        error.len() <= MAX_ERROR_BYTES && error.ends_with('…'),
+        "{}",
+        error.len()
+    );
+    assert!(error.starts_with("éé"));
+    assert_eq!(b.cancel("y").unwrap(), Cancelled::Dead(env(b"y")));
+    assert_eq!(b.cancel("live").unwrap(), Cancelled::Pending(env(b"live")));
+    assert_eq!(b.counts().unwrap(), Default::default());
+    assert!(
+        b.claim(LEASE, 10, 0).unwrap().items.is_empty(),
+        "nothing purged comes back"
+    );
+}
+
+/// Two handles on one store (two processes) race on one dead letter:
+/// exactly one requeue or purge acts each round.
+fn racing_requeues_and_purges(a: &dyn DurableBackend, b: &dyn DurableBackend) {
+    for round in 0..4 {
+        put(a, "r", 0);
+        let held = claim_n(a, 1, LEASE).remove(0);
+        assert!(a.bury("r", held.token, Some("boom")).unwrap());
+        // Rounds 0 and 1: requeues only; 2 and 3: requeues against purges.
+        let purges = round >= 2;
+        let barrier = std::sync::Barrier::new(6);
+        let won: Vec<(bool, bool)> = std::thread::scope(|s| {
+            let racers: Vec<_> = (0..6)
+                .map(|i| {
+                    let (backend, barrier) = (if i % 2 == 0 { a } else { b }, &barrier);
+                    s.spawn(move || {
+                        let purge = purges && i >= 3;
+                        barrier.wait();
+                        let acted = if purge {
+                            backend.purge("r")
+                        } else {
+                            backend.requeue("r")
+                        };
+                        (purge, acted.unwrap())
+                    })
+                })
+                .collect();
+            racers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let winners: Vec<_> = won.iter().filter(|(_, acted)| *acted).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {won:?}");
+        let c = a.counts().unwrap();
+        if winners[0].0 {
+            assert_eq!((c.pending, c.dead), (0, 0), "purged: gone");
+        } else {
+            assert_eq!((c.pending, c.dead), (1, 0), "requeued once, not purged");
+            let again = claim_n(b, 1, LEASE).remove(0);
+            assert_eq!((again.id.as_str(), again.attempt), ("r", 1));
+            assert!(b.ack("r", again.token).unwrap());
+        }
+        assert_eq!(a.counts().unwrap(), Default::default());
+    }
+}
+
+/// Through a pool: a handler's `Err` and a handler's panic become dead
+/// letters carrying their text; a requeued one runs again, a purged one
+/// never does.
+fn handler_errors_become_dead_letters<B: DurableBackend>(b: B) {
+    let healed = Arc::new(AtomicBool::new(false));
+    let ships = Arc::new(AtomicUsize::new(0));
+    let pool = DurablePool::builder(b)
+        .threads(2)
+        .max_attempts(1)
+        .handler("charge", {
+            let healed = healed.clone();
+            move |amount: &u64, _job| {
+                if healed.load(Ordering::SeqCst) {
+                    Ok(())
+                } else {
+                    Err(format!("card declined for {amount}").into())
                 }
-            )*
+            }
+        })
+        .handler("ship", {
+            let ships = ships.clone();
+            move |what: &String, _job| {
+                ships.fetch_add(1, Ordering::SeqCst);
+                panic!("warehouse on fire: {what}")
+            }
+        })
+        .build()
+        .unwrap();
+    let wait = Duration::from_secs(10);
+    pool.schedule("charge", "c1", &1999u64, Duration::ZERO)
+        .unwrap();
+    pool.schedule("ship", "s1", &"box".to_string(), Duration::ZERO)
+        .unwrap();
+    assert!(pool.wait_idle(wait));
+    let mut dead = pool.dead_letters(10).unwrap();
+    dead.sort_by(|x, y| x.id.cmp(&y.id));
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    let (charge, ship) = (&dead[0], &dead[1]);
+    assert_eq!(
+        (charge.id.as_str(), charge.kind.as_str(), charge.attempts),
+        ("c1", "charge", 1)
+    );
+    assert_eq!(charge.error.as_deref(), Some("card declined for 1999"));
+    assert_eq!(charge.decode::<u64>().unwrap(), 1999);
+    assert_eq!((ship.id.as_str(), ship.kind.as_str()), ("s1", "ship"));
+    assert_eq!(
+        ship.error.as_deref(),
+        Some("panicked: warehouse on fire: box")
+    );
+    assert_eq!(ship.decode::<String>().unwrap(), "box");
+    assert_eq!(pool.stats().dead_lettered, 2);
+    healed.store(true, Ordering::SeqCst);
+    assert!(pool.requeue("c1").unwrap());
+    assert!(pool.purge("s1").unwrap());
+    assert!(pool.wait_idle(wait));
+    assert_eq!(pool.stats().succeeded, 1, "the requeued one ran again");
+    assert_eq!(
+        ships.load(Ordering::SeqCst),
+        1,
+        "the purged one never ran again"
+    );
+    assert_eq!(pool.counts().unwrap(), Default::default());
+    assert!(pool.dead_letters(10).unwrap().is_empty());
+    pool.shutdown();
+    assert!(pool.await_termination(wait));
+}
+
+/// The tests of one backend: `$open` makes a handle on a fresh store
+/// (`$server` the store), `$again` a second handle on the same store.
+fn get_reads_without_claiming(b: &dyn DurableBackend) {
+    assert_eq!(b.get("g").unwrap(), None, "nothing stored");
+    let deadline = put(b, "g", 60_000);
+    let pending = b.get("g").unwrap().expect("stored");
+    assert_eq!(pending.state, StoredState::Pending);
+    assert_eq!(
+        (pending.deadline_ms, &pending.envelope[..]),
+        (deadline, &env(b"g")[..])
+    );
+    let now = put(b, "h", 0);
+    let held = claim_n(b, 1, LEASE).remove(0);
+    let in_flight = b.get("h").unwrap().expect("stored");
+    assert_eq!(
+        (in_flight.state, in_flight.deadline_ms),
+        (StoredState::InFlight, now)
+    );
+    assert!(b.nack("h", held.token, Nack::Dead).unwrap());
+    assert_eq!(b.get("h").unwrap().unwrap().state, StoredState::Dead);
+    let c = b.counts().unwrap();
+    assert_eq!(
+        (c.pending, c.in_flight, c.dead),
+        (1, 0, 1),
+        "reads changed nothing"
+    );
+    assert_eq!(b.cancel("g").unwrap(), Cancelled::Pending(env(b"g")));
+    assert_eq!(b.cancel("h").unwrap(), Cancelled::Dead(env(b"h")));
+    assert_eq!(b.get("g").unwrap(), None, "gone");
+}
+
+/// Every 300 ms on the epoch's grid.
+#[derive(Debug)]
+struct Every300;
+
+impl Schedule for Every300 {
+    fn next_after(&self, after: SystemTime) -> Option<SystemTime> {
+        let ms = after.duration_since(UNIX_EPOCH).ok()?.as_millis() as u64;
+        Some(UNIX_EPOCH + Duration::from_millis((ms / 300 + 1) * 300))
+    }
+}
+
+/// A calendar schedule registered by two pools (two "processes", each on
+/// its own `make()`) on the real clock: one item, each fire run once on
+/// the grid and never early, a changed definition refused then replaced.
+fn calendar_once_per_fleet<B: DurableBackend>(make: impl Fn() -> B) {
+    let runs: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
+    let pool = |runs: &Arc<Mutex<Vec<(u64, u64)>>>| {
+        let runs = runs.clone();
+        DurablePool::builder(make())
+            .threads(2)
+            .max_block(Duration::from_millis(100))
+            .handler("tick", move |_: &(), job| {
+                runs.lock().unwrap().push((job.deadline_ms, job.claimed_ms));
+                Ok(())
+            })
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (pool(&runs), pool(&runs));
+    let m = Misfire::default();
+    assert!(matches!(
+        a.schedule_calendar("tick", "cal", &(), Every300, m).unwrap(),
+        Put::Inserted { deadline_ms } if deadline_ms % 300 == 0
+    ));
+    assert_eq!(
+        b.schedule_calendar("tick", "cal", &(), Every300, m)
+            .unwrap(),
+        Put::Exists
+    );
+    let refused = b.schedule_calendar("tick", "cal", &(), Every300, Misfire::skip());
+    assert!(
+        matches!(refused, Err(DurableError::Config(_))),
+        "{refused:?}"
+    );
+    let limit = Instant::now() + Duration::from_secs(10);
+    while runs.lock().unwrap().len() < 4 && Instant::now() < limit {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(a.cancel("cal").unwrap());
+    assert!(a.wait_idle(Duration::from_secs(5)) && b.wait_idle(Duration::from_secs(5)));
+    let mut got = runs.lock().unwrap().clone();
+    got.sort_unstable();
+    assert!(got.len() >= 4, "{got:?}");
+    for (i, (fire, claimed)) in got.iter().enumerate() {
+        assert!(claimed >= fire, "never early: {got:?}");
+        assert_eq!(
+            *fire,
+            got[0].0 + 300 * i as u64,
+            "each fire once, on the grid: {got:?}"
+        );
+    }
+    let put = b
+        .replace_calendar("tick", "cal", &(), Every300, Misfire::skip())
+        .unwrap();
+    assert!(
+        matches!(put, Put::Inserted { .. }),
+        "cancelled: a new schedule {put:?}"
+    );
+    let put = a.replace_calendar("tick", "cal", &(), Every300, m).unwrap();
+    assert!(matches!(put, Put::Replaced { .. }), "{put:?}");
+    assert!(a.cancel("cal").unwrap());
+
+    // A rule with one fire: after it, the item is parked at the end of the
+    // store's time (a score this backend must keep exactly).
+    let store = make();
+    let soon = store.server_time_ms().unwrap() + 300;
+    let at = a.schedule_calendar("tick", "once", &(), Once(soon), m);
+    let Ok(Put::Inserted { deadline_ms: at }) = at else {
+        panic!("{at:?}")
+    };
+    let limit = Instant::now() + Duration::from_secs(10);
+    while store.get("once").unwrap().unwrap().deadline_ms == at && Instant::now() < limit {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let parked = store.get("once").unwrap().expect("kept");
+    assert_eq!(parked.state, StoredState::Pending);
+    assert_eq!(parked.deadline_ms, 1 << 53, "parked at MAX_MS");
+    assert!(runs.lock().unwrap().iter().any(|r| r.0 == at));
+    assert!(a.cancel("once").unwrap());
+}
+
+/// One fire, at `0` (ms).
+#[derive(Debug)]
+struct Once(u64);
+
+impl Schedule for Once {
+    fn next_after(&self, after: SystemTime) -> Option<SystemTime> {
+        let at = UNIX_EPOCH + Duration::from_millis(self.0);
+        (after < at).then_some(at)
+    }
+}
+
+mod calendar {
+    #[test]
+    fn memory() {
+        let b = schedpool::durable::MemoryBackend::new();
+        super::calendar_once_per_fleet(|| b.clone());
+    }
+
+    #[cfg(feature = "redis")]
+    #[test]
+    fn redis() {
+        let server = super::redis_support::Redis::start();
+        let url = server.url();
+        super::calendar_once_per_fleet(|| {
+            schedpool::durable::RedisBackend::connect(&url, "contract").unwrap()
+        });
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn postgres() {
+        let server = super::postgres_support::Postgres::start();
+        let params = server.params();
+        super::calendar_once_per_fleet(|| {
+            schedpool::durable::PostgresBackend::connect(&params, "contract").unwrap()
+        });
+    }
+}
+
+macro_rules! contract_on {
+    (
+        $server:expr, |$srv:ident| $open:expr, |$first:ident| $again:expr;
+        shared: [$($name:ident),* $(,)?],
+        pair: [$($pair:ident),* $(,)?],
+        owned: [$($owned:ident),* $(,)?] $(,)?
+    ) => {
+        $(
+            #[test]
+            fn $name() {
+                let $srv = $server;
+                super::$name(&$open);
+            }
+        )*
+        $(
+            #[test]
+            fn $pair() {
+                let $srv = $server;
+                let $first = $open;
+                super::$pair(&$first, &$again);
+            }
+        )*
+        $(
+            #[test]
+            fn $owned() {
+                let $srv = $server;
+                super::$owned($open);
+            }
+        )*
+    };
+}
+
+macro_rules! contract {
+    ($($cases:tt)*) => {
+        mod memory {
+            use schedpool::durable::MemoryBackend;
+            contract_on!((), |_s| MemoryBackend::new(), |first| first.clone(); $($cases)*);
         }
         #[cfg(feature = "redis")]
         mod redis {
-            $(
-                #[test]
-                fn $name() {
-                    let server = super::redis_support::Redis::start();
-                    let b = schedpool::durable::RedisBackend::connect(&server.url(), "contract").unwrap();
-                    super::$name(&b);
-                }
-            )*
+            use super::redis_support::Redis;
+            use schedpool::durable::RedisBackend;
+            contract_on!(
+                Redis::start(),
+                |server| RedisBackend::connect(&server.url(), "contract").unwrap(),
+                |_first| RedisBackend::connect(&server.url(), "contract").unwrap();
+                $($cases)*
+            );
         }
         #[cfg(feature = "postgres")]
         mod postgres {
-            $(
-                #[test]
-                fn $name() {
-                    let server = super::postgres_support::Postgres::start();
-                    let b = schedpool::durable::PostgresBackend::connect(&server.params(), "contract").unwrap();
-                    super::$name(&b);
-                }
-            )*
+            use super::postgres_support::Postgres;
+            use schedpool::durable::PostgresBackend;
+            contract_on!(
+                Postgres::start(),
+                |server| PostgresBackend::connect(&server.params(), "contract").unwrap(),
+                |_first| PostgresBackend::connect(&server.params(), "contract").unwrap();
+                $($cases)*
+            );
         }
     };
 }
 
 contract!(
-    order_and_never_early,
-    replace_and_if_absent,
-    lease_expiry_and_dead_letters,
-    nack_retry_keeps_deadline,
-    release_goes_back_to_the_front,
-    defer_does_not_count_an_attempt,
-    reschedule,
-    cancel_everywhere,
-    wake_ups,
+    shared: [
+        order_and_never_early,
+        replace_and_if_absent,
+        ack_many_fences_each_pair_alone,
+        lease_expiry_and_dead_letters,
+        nack_retry_keeps_deadline,
+        release_goes_back_to_the_front,
+        defer_does_not_count_an_attempt,
+        reschedule,
+        cancel_everywhere,
+        wake_ups,
+        bury_requeue_and_purge,
+        get_reads_without_claiming,
+    ],
+    pair: [racing_requeues_and_purges],
+    owned: [handler_errors_become_dead_letters],
 );
 
 #[test]

@@ -121,9 +121,11 @@ fn failures_retry_with_backoff_then_dead_letter() {
         (stats.failed, stats.retried, stats.dead_lettered),
         (3, 2, 1)
     );
+    let dead = pool.dead_letters(10).unwrap();
+    assert_eq!(dead.len(), 1);
     assert_eq!(
-        pool.dead_letters(10).unwrap(),
-        vec![("job".to_string(), "flaky".to_string())]
+        (dead[0].id.as_str(), dead[0].kind.as_str(), dead[0].attempts),
+        ("job", "flaky", 3)
     );
     clock.advance(10 * MIN);
     assert!(pool.wait_idle(WAIT));
@@ -280,8 +282,13 @@ fn an_undecodable_item_is_dead_lettered_not_delivered() {
     d.ack().unwrap();
     let dead = numbers.dead_letters(10).unwrap();
     assert_eq!(dead.len(), 1);
-    assert_eq!(dead[0].0, "bad");
-    assert!(matches!(dead[0].1, Err(DurableError::Format(_))));
+    assert_eq!(dead[0].id, "bad");
+    assert!(matches!(dead[0].value, Err(DurableError::Format(_))));
+    assert_eq!(
+        dead[0].error.as_deref(),
+        Some("unreadable durable data: item \"bad\": expected 8 bytes, found 15"),
+        "the decode error is recorded"
+    );
     assert!(matches!(
         numbers.remove("bad"),
         Err(DurableError::Format(_))

@@ -22,6 +22,8 @@
 
 mod durable_support;
 mod redis_support;
+mod trace_support;
+use trace_support::Recorder;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
@@ -1406,42 +1408,17 @@ fn t13_oom_refuses_puts_and_lets_consumers_drain() {
     });
 }
 
-/// Records WARN events of `schedpool::durable`.
-#[derive(Clone, Default)]
-struct Warnings(Arc<Mutex<Vec<String>>>);
-
-struct Message(String);
-
-impl tracing::field::Visit for Message {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
-    fn on_event(
-        &self,
-        event: &tracing::Event<'_>,
-        _ctx: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        let m = event.metadata();
-        if *m.level() == tracing::Level::WARN && m.target() == "schedpool::durable" {
-            let mut msg = Message(String::new());
-            event.record(&mut msg);
-            self.0.lock().unwrap().push(msg.0);
-        }
-    }
-}
-
 /// Connects with default options, capturing this thread's warnings.
 fn connect_capturing(url: &str, name: &str) -> (Result<RedisBackend, DurableError>, Vec<String>) {
-    use tracing_subscriber::layer::SubscriberExt;
-    let warnings = Warnings::default();
-    let subscriber = tracing_subscriber::registry().with(warnings.clone());
-    let r = tracing::subscriber::with_default(subscriber, || RedisBackend::connect(url, name));
-    let seen = warnings.0.lock().unwrap().clone();
+    let recorder = Recorder::default();
+    let r =
+        tracing::subscriber::with_default(recorder.clone(), || RedisBackend::connect(url, name));
+    let seen = recorder
+        .events(tracing::Level::WARN, "schedpool::durable")
+        .into_iter()
+        .filter(|e| e.target == "schedpool::durable")
+        .map(|e| e.field("message").unwrap_or_default().to_string())
+        .collect();
     (r, seen)
 }
 

@@ -17,16 +17,15 @@
 //!   that their timing does not depend on each other.
 
 mod redis_support;
+mod trace_support;
+use trace_support::Recorder;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use redis_support::{child, role, watchdog, Redis};
+use redis_support::{child, faketime_child, role, watchdog, Kid, Redis};
 use schedpool::durable::*;
 
 // ---------------------------------------------------------------------------
@@ -148,113 +147,6 @@ fn seed(what: &str) -> u64 {
         });
     eprintln!("{what}: seed {s} (set SCHEDPOOL_SEED to replay)");
     s
-}
-
-/// A child process with its `@@` protocol lines on a channel; killed (and
-/// reaped) on drop so a failing parent leaves no consumer behind.
-struct Kid {
-    name: String,
-    child: Option<Child>,
-    lines: Receiver<String>,
-}
-
-impl Kid {
-    fn spawn(name: &str, mut cmd: Command) -> Kid {
-        let mut child = cmd.spawn().expect("spawn child test process");
-        let out = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let tag = name.to_string();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                // The harness prints "test name ... " without a newline
-                // before the test's first line: look for "@@" anywhere.
-                if let Some(at) = line.find("@@") {
-                    if tx.send(line[at + 2..].to_string()).is_err() {
-                        break;
-                    }
-                } else if std::env::var("FLEET_VERBOSE").is_ok() {
-                    eprintln!("[{tag}] {line}");
-                }
-            }
-        });
-        Kid {
-            name: name.to_string(),
-            child: Some(child),
-            lines: rx,
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().map(Child::id).unwrap_or(0)
-    }
-
-    /// The next protocol line starting with `prefix` (others are skipped).
-    fn expect(&self, prefix: &str, limit: Duration) -> String {
-        let until = Instant::now() + limit;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.starts_with(prefix) => return line,
-                Ok(_) => {}
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("{}: no {prefix:?} line within {limit:?}", self.name)
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    panic!("{}: exited before printing {prefix:?}", self.name)
-                }
-            }
-        }
-    }
-
-    /// kill -9, and reap.
-    fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// Waits for a normal exit; panics (after killing it) at `limit`.
-    fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
-        let until = Instant::now() + limit;
-        let c = self.child.as_mut().expect("running");
-        loop {
-            if let Some(status) = c.try_wait().unwrap() {
-                self.child = None;
-                return status;
-            }
-            if Instant::now() >= until {
-                self.kill9();
-                panic!("{}: did not exit within {limit:?}", self.name);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Kid {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
-
-/// `child(..)` run under `faketime -f <offset>` with a real monotonic clock.
-fn faketime_child(offset: &str, test: &str, role: &str, env: &[(&str, String)]) -> Command {
-    let inner = child(test, role, env);
-    let mut cmd = Command::new("faketime");
-    cmd.arg("-f").arg(offset).arg(inner.get_program());
-    cmd.args(inner.get_args());
-    for (k, v) in inner.get_envs() {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
-    cmd.env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit());
-    cmd
 }
 
 /// Runs a child role under a watchdog, so an orphaned child cannot hang.
@@ -898,55 +790,17 @@ fn t7_parent() {
 // T12. Clock skew between clients.
 // ---------------------------------------------------------------------------
 
-/// Captures events that carry a `skew_ms` field.
-#[derive(Clone, Default)]
-struct SkewCapture(Arc<Mutex<Vec<(tracing::Level, i64)>>>);
-
-struct SkewField(Option<i64>);
-
-impl tracing::field::Visit for SkewField {
-    fn record_i64(&mut self, field: &tracing::field::Field, value: i64) {
-        if field.name() == "skew_ms" {
-            self.0 = Some(value);
-        }
-    }
-    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
-        if field.name() == "skew_ms" {
-            self.0 = Some(value as i64);
-        }
-    }
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "skew_ms" {
-            self.0 = format!("{value:?}").parse().ok();
-        }
-    }
-}
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SkewCapture {
-    fn on_event(
-        &self,
-        event: &tracing::Event<'_>,
-        _ctx: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        let mut f = SkewField(None);
-        event.record(&mut f);
-        if let Some(skew) = f.0 {
-            self.0
-                .lock()
-                .unwrap()
-                .push((*event.metadata().level(), skew));
-        }
-    }
-}
-
 /// Connects with a subscriber that records the skew warning.
 fn connect_watching_skew(url: &str, name: &str) -> (RedisBackend, Option<(tracing::Level, i64)>) {
-    use tracing_subscriber::layer::SubscriberExt;
-    let seen = SkewCapture::default();
-    let subscriber = tracing_subscriber::registry().with(seen.clone());
-    let backend =
-        tracing::subscriber::with_default(subscriber, || RedisBackend::connect(url, name).unwrap());
-    let first = seen.0.lock().unwrap().first().copied();
+    let recorder = Recorder::default();
+    let backend = tracing::subscriber::with_default(recorder.clone(), || {
+        RedisBackend::connect(url, name).unwrap()
+    });
+    let first = recorder
+        .seen()
+        .into_iter()
+        .filter(|s| s.kind == "event")
+        .find_map(|e| Some((e.level, e.field("skew_ms")?.parse().ok()?)));
     (backend, first)
 }
 

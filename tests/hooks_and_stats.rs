@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{eventually, Log, PoolGuard, EVENTUALLY};
-use schedpool::{ManualClock, OnPanic, RunInfo, ScheduledThreadPool};
+use schedpool::{ManualClock, OnFailure, RunInfo, ScheduledThreadPool};
 
 #[test]
 fn the_panic_handler_sees_every_panic_with_payload_and_id() {
@@ -16,7 +16,7 @@ fn the_panic_handler_sees_every_panic_with_payload_and_id() {
     let pool = PoolGuard(
         ScheduledThreadPool::builder()
             .core_threads(1)
-            .panic_handler(move |p| {
+            .failure_handler(move |p| {
                 let code = p.payload().downcast_ref::<u32>().copied();
                 s.push((p.id(), p.message().to_string(), code));
             })
@@ -32,9 +32,9 @@ fn the_panic_handler_sees_every_panic_with_payload_and_id() {
     let r = runs.clone();
     let b = pool
         .at_fixed_rate(Duration::from_millis(1))
-        .on_panic(OnPanic::Continue)
+        .on_failure(OnFailure::Continue)
         .max_runs(3)
-        .start(move || {
+        .start(move || -> () {
             r.fetch_add(1, Ordering::SeqCst);
             panic!("periodic failure");
         })
@@ -60,7 +60,7 @@ fn a_panicking_handler_or_hook_is_contained() {
     let pool = PoolGuard(
         ScheduledThreadPool::builder()
             .core_threads(1)
-            .panic_handler(|_| panic!("handler bug"))
+            .failure_handler(|_| panic!("handler bug"))
             .before_execute(|info| {
                 if info.id() % 2 == 1 {
                     panic!("hook bug")
@@ -164,7 +164,9 @@ fn stats_snapshot_counts() {
     for _ in 0..10 {
         pool.submit(|| ()).unwrap().join().unwrap();
     }
-    pool.schedule(|| (), Duration::from_secs(3600)).unwrap();
+    pool.schedule(|| (), Duration::from_secs(3600))
+        .unwrap()
+        .detach();
     eventually("completed", || pool.stats().completed == 10);
     let s = pool.stats();
     assert_eq!(
@@ -173,4 +175,41 @@ fn stats_snapshot_counts() {
     );
     assert!(s.workers >= 1 && s.workers <= 2);
     assert_eq!(s.lateness.count, 10);
+}
+
+/// `cancelled` counts each task cancelled once, whoever cancelled it (a
+/// handle, a guard, shutdown's policies); `rejected` counts submissions
+/// refused by a shut-down pool, not invalid arguments.
+#[test]
+fn stats_count_cancelled_and_rejected_tasks() {
+    let pool = ScheduledThreadPool::new(1);
+    let hour = Duration::from_secs(3600);
+    let a = pool.schedule(|| (), hour).unwrap();
+    assert!(a.cancel());
+    assert!(!a.cancel(), "a second cancel does not count");
+    drop(pool.schedule(|| (), hour).unwrap().cancel_on_drop());
+    assert!(pool
+        .schedule_at_fixed_rate(|| (), hour, Duration::ZERO)
+        .is_err());
+    let s = pool.stats();
+    assert_eq!((s.cancelled, s.rejected), (2, 0), "{s:?}");
+    // Two more pending: Java's default shutdown keeps delayed one-shots, but
+    // cancels periodic tasks.
+    pool.schedule(|| (), hour).unwrap().detach();
+    let periodic = pool
+        .schedule_at_fixed_rate(|| (), hour, Duration::from_secs(60))
+        .unwrap();
+    pool.shutdown();
+    assert!(periodic.join().unwrap_err().is_cancelled());
+    assert!(pool.schedule(|| (), hour).is_err());
+    assert!(pool.execute(|| ()).is_err());
+    let s = pool.stats();
+    assert_eq!((s.cancelled, s.rejected), (3, 2), "{s:?}");
+    drop(pool.shutdown_now());
+    assert!(pool.await_termination(EVENTUALLY));
+    assert_eq!(
+        pool.stats().cancelled,
+        3,
+        "shutdown_now hands the delayed one-shot back: dropping it cancels it, outside the pool"
+    );
 }

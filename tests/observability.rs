@@ -4,81 +4,24 @@
 //! is user code: one that reads the pool it observes does not deadlock.
 
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use schedpool::ScheduledThreadPool;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id};
-use tracing::{Event, Level, Subscriber};
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
+use tracing::Level;
 
-#[derive(Debug, Clone)]
-struct Seen {
-    kind: &'static str, // "span" or "event"
-    level: Level,
-    target: String,
-    name: String,
-    fields: Vec<(String, String)>,
-    in_span: Option<String>,
-}
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<Seen>>>);
-
-struct Fields(Vec<(String, String)>);
-
-impl Visit for Fields {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0
-            .push((field.name().to_string(), format!("{value:?}")));
-    }
-}
-
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
-    fn on_new_span(&self, attrs: &Attributes<'_>, _id: &Id, _ctx: Context<'_, S>) {
-        let mut f = Fields(Vec::new());
-        attrs.record(&mut f);
-        let m = attrs.metadata();
-        self.0.lock().unwrap().push(Seen {
-            kind: "span",
-            level: *m.level(),
-            target: m.target().to_string(),
-            name: m.name().to_string(),
-            fields: f.0,
-            in_span: None,
-        });
-    }
-    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        let mut f = Fields(Vec::new());
-        event.record(&mut f);
-        let m = event.metadata();
-        let in_span = ctx.event_span(event).map(|s| s.name().to_string());
-        self.0.lock().unwrap().push(Seen {
-            kind: "event",
-            level: *m.level(),
-            target: m.target().to_string(),
-            name: m.name().to_string(),
-            fields: f.0,
-            in_span,
-        });
-    }
-}
+mod trace_support;
+use trace_support::{Recorder, Seen};
 
 fn field<'a>(s: &'a Seen, name: &str) -> Option<&'a str> {
-    s.fields
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| v.as_str())
+    s.field(name)
 }
 
 #[test]
 fn spans_and_events_follow_the_contract() {
-    let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let capture = Recorder::default();
     // Global: worker threads must see it too. No other test in this file sets one.
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    tracing::subscriber::set_global_default(capture.clone()).unwrap();
 
     let pool = ScheduledThreadPool::builder()
         .core_threads(1)
@@ -115,7 +58,7 @@ fn spans_and_events_follow_the_contract() {
     assert!(pool.await_termination(Duration::from_secs(10)));
     assert!(pool.execute(|| ()).is_err());
 
-    let seen = capture.0.lock().unwrap().clone();
+    let seen = capture.seen();
     let spans: Vec<&Seen> = seen
         .iter()
         .filter(|s| s.kind == "span" && s.name == "task")
@@ -171,19 +114,6 @@ fn spans_and_events_follow_the_contract() {
 #[test]
 fn a_subscriber_reading_the_pool_on_its_events_does_not_deadlock() {
     use std::sync::OnceLock;
-    use tracing::{Event, Subscriber};
-    use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
-
-    struct ReadsPool(Arc<OnceLock<ScheduledThreadPool>>);
-    impl<S: Subscriber> Layer<S> for ReadsPool {
-        fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-            if event.metadata().target().starts_with("schedpool") {
-                if let Some(pool) = self.0.get() {
-                    let _ = pool.queue_len();
-                }
-            }
-        }
-    }
 
     let cell = Arc::new(OnceLock::new());
     let pool = ScheduledThreadPool::new(1);
@@ -191,7 +121,14 @@ fn a_subscriber_reading_the_pool_on_its_events_does_not_deadlock() {
     let (tx, rx) = mpsc::channel();
     let layer_cell = cell.clone();
     std::thread::spawn(move || {
-        let subscriber = tracing_subscriber::registry().with(ReadsPool(layer_cell));
+        // User code inside a subscriber: it reads the pool it observes.
+        let subscriber = Recorder::with_callback(move |event| {
+            if event.metadata().target().starts_with("schedpool") {
+                if let Some(pool) = layer_cell.get() {
+                    let _ = pool.queue_len();
+                }
+            }
+        });
         tracing::subscriber::with_default(subscriber, || {
             // No worker was ever started: shutdown terminates the pool
             // itself, under its lock, on this thread.

@@ -89,7 +89,9 @@ fn execute_is_fifo_on_one_thread() {
     for i in 0..1000 {
         let log = log.clone();
         if i % 3 == 0 {
-            pool.schedule(move || log.push(i), Duration::ZERO).unwrap();
+            pool.schedule(move || log.push(i), Duration::ZERO)
+                .unwrap()
+                .detach();
         } else {
             pool.execute(move || log.push(i)).unwrap();
         }
@@ -109,7 +111,8 @@ fn mixed_delays_run_in_deadline_order() {
     for d in delays {
         let log = log.clone();
         pool.schedule(move || log.push(d), Duration::from_millis(d))
-            .unwrap();
+            .unwrap()
+            .detach();
     }
     eventually("all ran", || log.len() == delays.len());
     assert_eq!(log.get(), vec![0, 100, 200, 300, 400, 500]);
@@ -178,7 +181,9 @@ fn counters_follow_the_work() {
     pool.execute(move || g.wait()).unwrap();
     eventually("running", || pool.active_count() == 1);
     for _ in 0..3 {
-        pool.schedule(|| {}, Duration::from_millis(1)).unwrap();
+        pool.schedule(|| {}, Duration::from_millis(1))
+            .unwrap()
+            .detach();
     }
     assert_eq!(pool.task_count(), 4);
     assert_eq!(pool.queue_len(), 3);
@@ -277,7 +282,8 @@ fn ten_thousand_chained_follow_ups() {
             Duration::ZERO
         };
         pool.schedule(move || link(next, i + 1, seen, done), delay)
-            .expect("follow-up rejected");
+            .expect("follow-up rejected")
+            .detach();
     }
 
     let (p, s) = (pool.0.clone(), seen.clone());
@@ -357,6 +363,22 @@ fn new_with_more_threads_than_the_maximum_clamps_instead_of_panicking() {
         .core_threads(32_769)
         .build()
         .unwrap_err();
-    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(err.is_too_many_threads());
+    assert!(!err.is_invalid_thread_name());
     assert!(err.to_string().contains("32768"), "{err}");
+    // Its own type, a std Error, and an io::Error (InvalidInput) for `?`.
+    let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(err.clone());
+    assert!(boxed.source().is_none());
+    let io: std::io::Error = err.clone().into();
+    assert_eq!(io.kind(), std::io::ErrorKind::InvalidInput);
+    assert_eq!(io.to_string(), err.to_string());
+    fn io_code() -> std::io::Result<ScheduledThreadPool> {
+        Ok(ScheduledThreadPool::builder().thread_name("a\0b").build()?)
+    }
+    let io = io_code().map(|_| ()).unwrap_err();
+    assert_eq!(io.kind(), std::io::ErrorKind::InvalidInput);
+    let inner = io.into_inner().expect("the BuildError inside");
+    assert!(inner
+        .downcast_ref::<schedpool::BuildError>()
+        .is_some_and(schedpool::BuildError::is_invalid_thread_name));
 }

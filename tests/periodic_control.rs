@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{eventually, Gate, Log, PoolGuard, EVENTUALLY};
 use schedpool::{
-    ManualClock, MissedTicks, Next, OnPanic, ScheduledThreadPool, TaskError, TaskState,
+    ManualClock, MissedTicks, Next, OnFailure, ScheduledThreadPool, TaskError, TaskState,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -67,7 +67,10 @@ fn missed_ticks_burst_skip_delay() {
 fn on_panic_stop_continue_backoff() {
     // Stop (default): the handle completes with the panic.
     let (clock, pool) = virtual_pool(1);
-    let h = pool.at_fixed_rate(MS).start(|| panic!("always")).unwrap();
+    let h = pool
+        .at_fixed_rate(MS)
+        .start(|| -> () { panic!("always") })
+        .unwrap();
     clock.advance(MS * 3);
     assert_eq!(h.join(), Err(TaskError::Panicked("always".into())));
 
@@ -76,7 +79,7 @@ fn on_panic_stop_continue_backoff() {
     let r = runs.clone();
     let h = pool
         .at_fixed_rate(MS)
-        .on_panic(OnPanic::Continue)
+        .on_failure(OnFailure::Continue)
         .start(move || {
             if r.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
                 panic!("even run");
@@ -100,7 +103,7 @@ fn on_panic_stop_continue_backoff() {
     let c = clock.clone();
     let h = pool
         .at_fixed_rate(MS * 5)
-        .on_panic(OnPanic::Backoff {
+        .on_failure(OnFailure::Backoff {
             initial: MS * 10,
             max: MS * 40,
         })
@@ -181,14 +184,14 @@ fn bad_periodic_configuration_is_refused() {
             .start(|| ())
             .unwrap_err(),
         pool.at_fixed_rate(MS)
-            .on_panic(OnPanic::Backoff {
+            .on_failure(OnFailure::Backoff {
                 initial: Duration::ZERO,
                 max: MS,
             })
             .start(|| ())
             .unwrap_err(),
         pool.at_fixed_rate(MS)
-            .on_panic(OnPanic::Backoff {
+            .on_failure(OnFailure::Backoff {
                 initial: MS * 2,
                 max: MS,
             })

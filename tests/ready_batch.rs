@@ -170,7 +170,8 @@ fn another_worker_runs_the_batch_while_the_filler_is_busy() {
     for i in 0..5 {
         let done_tx = done_tx.clone();
         pool.schedule(move || done_tx.send(i).unwrap(), Duration::from_secs(1))
-            .unwrap();
+            .unwrap()
+            .detach();
     }
     clock.advance(Duration::from_secs(1));
     assert_eq!(
@@ -194,7 +195,8 @@ fn active_count_counts_runs_not_the_batch() {
             move || s.lock().unwrap().push(p.active_count()),
             Duration::from_secs(1),
         )
-        .unwrap();
+        .unwrap()
+        .detach();
     }
     clock.advance(Duration::from_secs(1));
     assert!(pool.wait_idle(LONG));
@@ -238,14 +240,16 @@ fn a_periodic_requeue_goes_before_a_batch_filled_during_its_run() {
         },
         Duration::from_millis(1500),
     )
-    .unwrap();
+    .unwrap()
+    .detach();
     for i in 2..=6 {
         let o = order.clone();
         pool.schedule(
             move || o.lock().unwrap().push(format!("T{i}")),
             Duration::from_millis(1500),
         )
-        .unwrap();
+        .unwrap()
+        .detach();
     }
     clock.advance(Duration::from_millis(1000));
     p_started.recv_timeout(LONG).unwrap();

@@ -127,7 +127,8 @@ fn shutdown_now_of_a_million_pending_tasks_frees_them() {
         let guard = DropCounter(drops.clone());
         // Handles dropped at once: they do not keep tasks alive.
         pool.schedule(move || drop(guard), Duration::from_secs(3600))
-            .unwrap();
+            .unwrap()
+            .detach();
     }
     let pending = pool.shutdown_now();
     assert_eq!(pending.len(), N);

@@ -220,7 +220,9 @@ fn schedule_racing_shutdown_loses_nothing() {
 #[test]
 fn guard_pattern_terminates() {
     let pool = PoolGuard(ScheduledThreadPool::new(2));
-    pool.schedule(|| (), Duration::from_secs(3600)).unwrap();
+    pool.schedule(|| (), Duration::from_secs(3600))
+        .unwrap()
+        .detach();
 }
 
 // ===== a task that never returns =====
@@ -468,4 +470,41 @@ fn shutdown_and_last_drop_from_inside_a_task() {
         .unwrap();
     drop(pool);
     assert_eq!(h.join().unwrap(), 7);
+}
+
+/// The guide's first shutdown recipe for a service (docs/guide.md, section
+/// 3): with 30-minute timeouts pending, a pool built with
+/// `execute_delayed_after_shutdown(false)` finishes an orderly shutdown at
+/// once, its timeouts cancelled; a pool with Java's default does not (it
+/// would wait for them), and `shutdown_now` then ends it.
+#[test]
+fn a_service_holding_long_timeouts_can_shut_down_promptly() {
+    let service = ScheduledThreadPool::builder()
+        .core_threads(2)
+        .execute_delayed_after_shutdown(false)
+        .build()
+        .unwrap();
+    let timeouts: Vec<_> = (0..100)
+        .map(|i| {
+            service
+                .schedule(move || i, Duration::from_secs(30 * 60))
+                .unwrap()
+        })
+        .collect();
+    assert!(service.shutdown().await_termination(EVENTUALLY));
+    assert!(timeouts
+        .into_iter()
+        .all(|h| h.join() == Err(TaskError::Cancelled)));
+
+    let java = ScheduledThreadPool::new(2);
+    let timeout = java.schedule(|| 1, Duration::from_secs(30 * 60)).unwrap();
+    assert!(
+        !java.shutdown().await_termination(Duration::from_millis(50)),
+        "Java's default keeps the timeout"
+    );
+    let pending = java.shutdown_now();
+    assert_eq!(pending.len(), 1);
+    drop(pending);
+    assert!(java.await_termination(EVENTUALLY));
+    assert_eq!(timeout.join(), Err(TaskError::Cancelled));
 }

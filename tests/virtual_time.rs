@@ -75,7 +75,8 @@ fn fixed_rate_runs_exactly_once_per_elapsed_period_on_many_workers() {
             Duration::from_millis(i as u64 + 1),
             Duration::from_millis(10),
         )
-        .unwrap();
+        .unwrap()
+        .detach();
     }
     clock.advance(Duration::from_millis(100));
     assert!(pool.wait_idle(EVENTUALLY));

@@ -16,10 +16,16 @@
 //! - A [`ManualClock`] moves only on [`ManualClock::advance`], which wakes
 //!   one waiter of every queue and pool that uses it (their leader role is
 //!   cleared, exactly like a new earlier head).
+//! - Wall time ([`Clock::wall_now`], a `SystemTime`) is read here too, and
+//!   only calendar tasks read it. On the real clock it is `SystemTime::now()`,
+//!   which may step (NTP, suspend, an operator); a [`ManualClock`]'s wall
+//!   time moves with `advance` and steps on
+//!   [`ManualClock::set_wall_time`], which moves no deadline and wakes
+//!   nobody, like a real step.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::base::sync::{AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 
@@ -67,6 +73,35 @@ pub(crate) fn after(now: Nanos, delay: Duration) -> Nanos {
     now.saturating_add(delay_nanos(delay))
 }
 
+/// A wall-clock time as signed nanoseconds since the Unix epoch (saturating
+/// far outside the years -9999..9999, where no calendar goes).
+pub(crate) fn wall_nanos(t: SystemTime) -> i128 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(after) => after.as_nanos() as i128,
+        Err(before) => -(before.duration().as_nanos() as i128),
+    }
+}
+
+/// [`wall_nanos`] back to a `SystemTime` (saturating at what the platform
+/// can hold).
+pub(crate) fn wall_time(nanos: i128) -> SystemTime {
+    let abs = nanos.unsigned_abs();
+    let secs = u64::try_from(abs / 1_000_000_000).unwrap_or(u64::MAX);
+    let magnitude = Duration::new(secs, (abs % 1_000_000_000) as u32);
+    let (moved, limit) = if nanos >= 0 {
+        (
+            UNIX_EPOCH.checked_add(magnitude),
+            Duration::from_secs(i64::MAX as u64 / 2),
+        )
+    } else {
+        (UNIX_EPOCH.checked_sub(magnitude), Duration::ZERO)
+    };
+    moved.unwrap_or_else(|| {
+        // Beyond the platform's range: as far as it goes in that direction.
+        UNIX_EPOCH.checked_add(limit).unwrap_or(UNIX_EPOCH)
+    })
+}
+
 /// Notified by a [`ManualClock`] when it moves.
 pub(crate) trait ClockListener: Send + Sync {
     /// Time moved: re-evaluate what is due (clear the leader, wake one).
@@ -90,6 +125,15 @@ impl Clock {
         match self {
             Clock::Real => to_nanos(Instant::now()),
             Clock::Manual(m) => m.now_nanos(),
+        }
+    }
+
+    /// The wall-clock time: `SystemTime::now()`, or a manual clock's wall
+    /// time. Unlike [`now`](Self::now) it may jump either way.
+    pub(crate) fn wall_now(&self) -> SystemTime {
+        match self {
+            Clock::Real => SystemTime::now(),
+            Clock::Manual(m) => m.wall_time(),
         }
     }
 
@@ -157,6 +201,15 @@ impl fmt::Debug for Clock {
 /// workers and takers, which then run or return whatever has become due. The
 /// timeouts you pass to blocking calls stay real time, so a test never hangs.
 ///
+/// It keeps a wall-clock time too ([`wall_time`](ManualClock::wall_time)),
+/// for a pool's calendar tasks: it starts at the system's wall time when the
+/// clock is made, moves with [`advance`](ManualClock::advance), and jumps on
+/// [`set_wall_time`](ManualClock::set_wall_time) without the monotonic time
+/// moving, as a real wall clock does on an NTP step or after a suspend.
+/// A durable [`MemoryBackend`](crate::durable::MemoryBackend) on this clock
+/// keeps a store clock of its own, which follows `advance` only (see
+/// [`MemoryBackend::with_clock`](crate::durable::MemoryBackend::with_clock)).
+///
 /// Clones share one time.
 ///
 /// # Examples
@@ -187,6 +240,9 @@ struct ManualInner {
     offset: AtomicU64,
     /// Queues and pools to wake on `advance`.
     listeners: Mutex<Vec<Weak<dyn ClockListener>>>,
+    /// The wall time, in nanoseconds since the Unix epoch, when `offset`
+    /// was zero: the wall time is this plus `offset`. A step moves it.
+    wall_base: Mutex<i128>,
 }
 
 impl ManualClock {
@@ -197,8 +253,43 @@ impl ManualClock {
                 base: to_nanos(Instant::now()),
                 offset: AtomicU64::new(0),
                 listeners: Mutex::new(Vec::new()),
+                wall_base: Mutex::new(wall_nanos(SystemTime::now())),
             }),
         }
+    }
+
+    /// The clock's wall-clock time: the system's wall time when the clock
+    /// was made, plus everything advanced, plus every step made with
+    /// [`set_wall_time`](Self::set_wall_time).
+    pub fn wall_time(&self) -> SystemTime {
+        let base = self.inner.wall_base.lock();
+        let advanced = self.inner.offset.load(Ordering::Acquire);
+        wall_time(*base + i128::from(advanced))
+    }
+
+    /// Steps the wall clock to `time`, forward or back, without moving the
+    /// monotonic time: what an NTP step, a suspend or an operator's `date`
+    /// does to a real clock. Like a real step it wakes nobody: a pool sees
+    /// it the next time it reads the wall clock (a calendar task does at
+    /// least once per its
+    /// [`wall_clock_check`](crate::OnCalendar::wall_clock_check) of
+    /// monotonic time).
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use schedpool::ManualClock;
+    ///
+    /// let clock = ManualClock::new();
+    /// let t0 = clock.now();
+    /// clock.set_wall_time(UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+    /// clock.advance(Duration::from_secs(5));
+    /// assert_eq!(clock.wall_time(), UNIX_EPOCH + Duration::from_secs(1_700_000_005));
+    /// assert_eq!(clock.now(), t0 + Duration::from_secs(5), "the monotonic time did not jump");
+    /// ```
+    pub fn set_wall_time(&self, time: SystemTime) {
+        let mut base = self.inner.wall_base.lock();
+        let advanced = self.inner.offset.load(Ordering::Acquire);
+        *base = wall_nanos(time) - i128::from(advanced);
     }
 
     /// The clock's time: its start plus everything advanced.
@@ -253,6 +344,7 @@ impl fmt::Debug for ManualClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ManualClock")
             .field("elapsed", &self.elapsed())
+            .field("wall_time", &self.wall_time())
             .finish()
     }
 }
@@ -275,6 +367,18 @@ mod tests {
         let now = Instant::now();
         let back = to_instant(to_nanos(now));
         assert_eq!(back, now);
+    }
+
+    #[test]
+    fn wall_nanos_round_trip_both_sides_of_the_epoch() {
+        for t in [
+            UNIX_EPOCH,
+            UNIX_EPOCH + Duration::new(1_700_000_000, 123),
+            UNIX_EPOCH - Duration::new(86_400 * 365, 7),
+            UNIX_EPOCH + Duration::new(253_402_300_799, 999_999_999), // 9999-12-31T23:59:59.999999999Z
+        ] {
+            assert_eq!(wall_time(wall_nanos(t)), t);
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! The two error types of the public API: [`Rejected`] (a submission was
-//! refused, nothing will run) and [`TaskError`] (an accepted task ended
-//! without a value).
+//! The error types of the public API: [`Rejected`] (a submission was
+//! refused, nothing will run), [`TaskError`] (an accepted task ended
+//! without a value) and [`BuildError`] (a pool configuration that cannot
+//! be built).
 
 use std::error::Error;
 use std::fmt;
@@ -89,7 +90,8 @@ impl fmt::Display for Rejected {
 
 impl Error for Rejected {}
 
-/// Why an accepted task produced no value.
+/// Why an accepted task produced no value: cancelled, panicked, or (a
+/// periodic task) stopped by an `Err` its body returned.
 ///
 /// Returned by [`ScheduledHandle::join`](crate::ScheduledHandle::join) and by
 /// awaiting a handle.
@@ -103,23 +105,31 @@ impl Error for Rejected {}
 /// let pool = ScheduledThreadPool::new(1);
 /// let h = pool.submit(|| -> u32 { panic!("boom") }).unwrap();
 /// match h.join() {
-///     Err(TaskError::Panicked(msg)) => assert_eq!(msg, "boom"),
+///     Err(TaskError::Panicked(panic)) => assert_eq!(panic.message(), "boom"),
 ///     other => panic!("unexpected {other:?}"),
 /// }
+/// // The payload, to re-raise the panic here: std::panic::resume_unwind(e.into_panic()).
+/// let e = pool.submit(|| -> u32 { panic!("again") }).unwrap().join().unwrap_err();
+/// assert!(e.is_panic());
+/// assert_eq!(e.into_panic().downcast_ref::<&str>(), Some(&"again"));
 /// let h = pool.schedule(|| 1, Duration::from_secs(60)).unwrap();
 /// assert!(h.cancel());
 /// assert_eq!(h.join(), Err(TaskError::Cancelled));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TaskError {
     /// The task was cancelled (by its handle, by a shutdown policy, or by
     /// dropping the [`PendingTask`](crate::PendingTask) that `shutdown_now`
     /// returned) before it produced a value.
     Cancelled,
-    /// The task panicked; this is the panic message (or a placeholder when
-    /// the payload was neither `&str` nor `String`).
-    Panicked(String),
+    /// The task panicked: its message and payload ([`Panic`]).
+    Panicked(Panic),
+    /// A periodic task's body returned `Err` and its
+    /// [`OnFailure`](crate::OnFailure) policy stopped it; this is the
+    /// error's `Display` text. (A one-shot task's `Result` is its value:
+    /// `submit(|| Err(e))` joins as `Ok(Err(e))`, never as this.)
+    Failed(String),
 }
 
 impl TaskError {
@@ -133,10 +143,52 @@ impl TaskError {
         matches!(self, TaskError::Panicked(_))
     }
 
+    /// The panic payload, for `std::panic::resume_unwind` (as tokio's
+    /// `JoinError::into_panic`).
+    ///
+    /// # Panics
+    ///
+    /// If the task did not panic; [`try_into_panic`](Self::try_into_panic)
+    /// returns the error instead.
+    #[track_caller]
+    pub fn into_panic(self) -> Box<dyn std::any::Any + Send> {
+        match self.try_into_panic() {
+            Ok(payload) => payload,
+            Err(e) => panic!("TaskError::into_panic on a task that did not panic: {e}"),
+        }
+    }
+
+    /// The panic payload if the task panicked, else the error itself.
+    ///
+    /// # Errors
+    ///
+    /// `self`, unchanged, if it is not [`TaskError::Panicked`].
+    pub fn try_into_panic(self) -> Result<Box<dyn std::any::Any + Send>, TaskError> {
+        match self {
+            TaskError::Panicked(panic) => Ok(panic.into_payload()),
+            other => Err(other),
+        }
+    }
+
+    /// True for [`TaskError::Failed`]: a periodic body returned `Err`.
+    pub fn is_failed(&self) -> bool {
+        matches!(self, TaskError::Failed(_))
+    }
+
     /// The panic message, if the task panicked.
     pub fn panic_message(&self) -> Option<&str> {
         match self {
-            TaskError::Panicked(msg) => Some(msg),
+            TaskError::Panicked(panic) => Some(panic.message()),
+            TaskError::Cancelled | TaskError::Failed(_) => None,
+        }
+    }
+
+    /// The failure's text: the panic message, or the text of the `Err` a
+    /// periodic body returned; `None` if cancelled.
+    pub fn failure_message(&self) -> Option<&str> {
+        match self {
+            TaskError::Panicked(panic) => Some(panic.message()),
+            TaskError::Failed(msg) => Some(msg),
             TaskError::Cancelled => None,
         }
     }
@@ -147,11 +199,179 @@ impl fmt::Display for TaskError {
         match self {
             TaskError::Cancelled => f.write_str("task was cancelled"),
             TaskError::Panicked(msg) => write!(f, "task panicked: {msg}"),
+            TaskError::Failed(msg) => write!(f, "task failed: {msg}"),
         }
     }
 }
 
 impl Error for TaskError {}
+
+/// A task's panic, in [`TaskError::Panicked`]: its message and its payload.
+///
+/// Equality and `Debug` look at the message only, and it compares equal to
+/// a `&str` or `String` of it, so `TaskError::Panicked("boom".into())`
+/// reads as before. The payload is the one the task panicked with when it
+/// is a string (the common case, copied); a payload of another type goes
+/// to the pool's failure handler, and this one then holds the message as a
+/// `String`. Not `Clone` (a payload is not), so neither is [`TaskError`].
+pub struct Panic {
+    message: String,
+    /// `Mutex` only to make it `Sync` (a payload is `Send` only); it is
+    /// never locked but by `into_payload`, which owns it.
+    payload: std::sync::Mutex<Box<dyn std::any::Any + Send>>,
+}
+
+impl Panic {
+    pub(crate) fn new(message: String, payload: Box<dyn std::any::Any + Send>) -> Self {
+        Panic {
+            message,
+            payload: std::sync::Mutex::new(payload),
+        }
+    }
+
+    /// The panic message (or a placeholder when the payload was neither
+    /// `&str` nor `String`).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The payload, for `std::panic::resume_unwind`.
+    pub fn into_payload(self) -> Box<dyn std::any::Any + Send> {
+        self.payload
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl From<&str> for Panic {
+    fn from(message: &str) -> Self {
+        Panic::from(message.to_owned())
+    }
+}
+
+impl From<String> for Panic {
+    fn from(message: String) -> Self {
+        let payload = Box::new(message.clone());
+        Panic::new(message, payload)
+    }
+}
+
+impl fmt::Debug for Panic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.message, f)
+    }
+}
+
+impl fmt::Display for Panic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl PartialEq for Panic {
+    fn eq(&self, other: &Panic) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for Panic {}
+
+impl PartialEq<str> for Panic {
+    fn eq(&self, other: &str) -> bool {
+        self.message == other
+    }
+}
+
+impl PartialEq<&str> for Panic {
+    fn eq(&self, other: &&str) -> bool {
+        self.message == *other
+    }
+}
+
+impl PartialEq<String> for Panic {
+    fn eq(&self, other: &String) -> bool {
+        self.message == *other
+    }
+}
+
+/// A [`Builder`](crate::Builder) configuration the pool cannot be built
+/// with ([`Builder::build`](crate::Builder::build)). [`Display`](fmt::Display)
+/// says which setting and why; it converts into a `std::io::Error` of kind
+/// `InvalidInput`, so `?` in code returning `io::Result` keeps working.
+///
+/// No thread starts at build time (workers start with the first task), so
+/// building never fails for the OS's reasons: a worker that cannot start is
+/// a [`Rejected::is_no_worker`] at submission. [`source`](Error::source) is
+/// therefore `None` today.
+///
+/// # Examples
+///
+/// ```
+/// use schedpool::ScheduledThreadPool;
+///
+/// let err = ScheduledThreadPool::builder().core_threads(1 << 20).build().unwrap_err();
+/// assert!(err.is_too_many_threads());
+/// assert_eq!(err.to_string(), "core_threads 1048576 exceeds the maximum of 32768");
+/// fn start() -> std::io::Result<ScheduledThreadPool> {
+///     Ok(ScheduledThreadPool::builder().core_threads(2).build()?)
+/// }
+/// assert!(start().is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildError {
+    kind: BuildErrorKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum BuildErrorKind {
+    ThreadName,
+    TooManyThreads { asked: usize, max: usize },
+}
+
+impl BuildError {
+    pub(crate) fn thread_name() -> Self {
+        BuildError {
+            kind: BuildErrorKind::ThreadName,
+        }
+    }
+
+    pub(crate) fn too_many_threads(asked: usize, max: usize) -> Self {
+        BuildError {
+            kind: BuildErrorKind::TooManyThreads { asked, max },
+        }
+    }
+
+    /// True if the thread name prefix contains a NUL byte.
+    pub fn is_invalid_thread_name(&self) -> bool {
+        matches!(self.kind, BuildErrorKind::ThreadName)
+    }
+
+    /// True if more core threads were asked for than the pool allows.
+    pub fn is_too_many_threads(&self) -> bool {
+        matches!(self.kind, BuildErrorKind::TooManyThreads { .. })
+    }
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            BuildErrorKind::ThreadName => {
+                f.write_str("thread name prefix must not contain a NUL byte")
+            }
+            BuildErrorKind::TooManyThreads { asked, max } => {
+                write!(f, "core_threads {asked} exceeds the maximum of {max}")
+            }
+        }
+    }
+}
+
+impl Error for BuildError {}
+
+impl From<BuildError> for std::io::Error {
+    fn from(err: BuildError) -> Self {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, err)
+    }
+}
 
 /// Turns a panic payload into its message.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -186,6 +406,7 @@ mod tests {
     fn errors_fit_in_boxed_errors() {
         assert_error::<Rejected>();
         assert_error::<TaskError>();
+        assert_error::<BuildError>();
         let boxed: Box<dyn Error + Send + Sync> = Box::new(TaskError::Panicked("x".into()));
         assert_eq!(boxed.to_string(), "task panicked: x");
     }

@@ -1,5 +1,5 @@
-//! The storage seam of the durable queue: one trait, the types that cross it,
-//! and the one error type of the durable API.
+//! The storage seam of the durable queue: one trait and the types that cross
+//! it (the error type, [`DurableError`], is `error.rs`).
 //!
 //! Invariants every implementation keeps (the Redis scripts and the
 //! in-memory backend are checked against the same tests):
@@ -18,6 +18,10 @@
 
 use std::fmt;
 use std::time::Duration;
+
+// The error type lives in its own leaf file; every verb here returns it, so
+// the files above keep naming it from here.
+pub(super) use super::error::DurableError;
 
 /// When an item becomes due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +77,8 @@ pub enum Nack {
     /// Back to pending, due this long after now (retry backoff; zero
     /// releases it for another consumer at once).
     Retry(Duration),
-    /// To the dead-letter set.
+    /// To the dead-letter set, with no error recorded
+    /// ([`DurableBackend::bury`] records one).
     Dead,
     /// Back to pending at the due time it was claimed for (so at the front
     /// of a backlog): an item handed back unstarted (a dropped delivery,
@@ -142,6 +147,28 @@ pub enum Cancelled {
     NotFound,
 }
 
+/// Where a stored item is, as [`DurableBackend::get`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredState {
+    /// Waiting for its due time (or due and not yet claimed).
+    Pending,
+    /// Leased to a holder.
+    InFlight,
+    /// Dead-lettered.
+    Dead,
+}
+
+/// An item as [`DurableBackend::get`] reads it, without claiming it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// The stored envelope (see `envelope.rs`).
+    pub envelope: Vec<u8>,
+    /// The occurrence's scheduled time (backend ms).
+    pub deadline_ms: u64,
+    /// Where it is.
+    pub state: StoredState,
+}
+
 /// Item counts of one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
@@ -151,6 +178,23 @@ pub struct Counts {
     pub in_flight: usize,
     /// Dead-lettered.
     pub dead: usize,
+}
+
+/// One dead-lettered item, as [`DurableBackend::dead_letters`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Buried {
+    /// The item's id.
+    pub id: String,
+    /// Its envelope, as it was stored before it died (see `envelope.rs`).
+    pub envelope: Vec<u8>,
+    /// The error recorded when it was buried (at most
+    /// [`MAX_ERROR_BYTES`](super::MAX_ERROR_BYTES) bytes), or `None` when
+    /// none was (see [`DeadLetter::error`](super::DeadLetter::error)).
+    pub error: Option<String>,
+    /// How many times it was claimed.
+    pub attempts: u32,
+    /// When it died, by the backend's clock (ms since the Unix epoch).
+    pub died_ms: u64,
 }
 
 /// The storage of a durable queue.
@@ -214,6 +258,43 @@ pub trait DurableBackend: Send + Sync + fmt::Debug + 'static {
     /// [`DurableError`] on a store failure.
     fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError>;
 
+    /// Completes many items in one step where the store allows it (one
+    /// statement on PostgreSQL, one script call on Redis): for each (id,
+    /// token) pair, in order, `true` when it was acked (now, or by an
+    /// earlier attempt with that token) and `false` when that token no
+    /// longer holds it. Each pair is checked against its own token: a stale
+    /// one is refused alone, never the batch. `DurablePool` sends its acks
+    /// through this. The default acks them one by one.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure: then any of the acks may or may
+    /// not have been applied, and since each is idempotent by (id, token)
+    /// the batch may be repeated.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableBackend, MemoryBackend, PutMode, When};
+    ///
+    /// let store = MemoryBackend::new();
+    /// for id in ["a", "b"] {
+    ///     store.put(id, &[1, 0, 0], When::After(Duration::ZERO), PutMode::Replace)?;
+    /// }
+    /// let batch = store.claim(Duration::from_secs(30), 10, 0)?;
+    /// let (a, b) = (&batch.items[0], &batch.items[1]);
+    /// // b's token is stale: only b is refused.
+    /// let acked = store.ack_many(&[(&a.id, a.token), (&b.id, b.token + 1)])?;
+    /// assert_eq!(acked, [true, false]);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    fn ack_many(&self, acks: &[(&str, u64)]) -> Result<Vec<bool>, DurableError> {
+        acks.iter()
+            .map(|(id, token)| self.ack(id, *token))
+            .collect()
+    }
+
     /// Gives an item back (retry or dead-letter): `false` when `token` no
     /// longer holds it.
     ///
@@ -272,6 +353,40 @@ pub trait DurableBackend: Send + Sync + fmt::Debug + 'static {
     /// [`DurableError`] on a store failure.
     fn peek_deadline_ms(&self) -> Result<Option<u64>, DurableError>;
 
+    /// Reads the item stored under `id`, wherever it is, without claiming
+    /// or changing it: `None` when there is none. A durable calendar
+    /// schedule's registration uses it to compare the stored definition
+    /// with its own.
+    ///
+    /// The default refuses: a backend of your own that does not implement
+    /// it still works for everything but calendar schedules.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableBackend, MemoryBackend, PutMode, StoredState, When};
+    ///
+    /// let store = MemoryBackend::new();
+    /// assert_eq!(store.get("order-42")?, None);
+    /// let put = store.put("order-42", b"\x01\x00\x00", When::After(Duration::from_secs(60)), PutMode::Replace)?;
+    /// let stored = store.get("order-42")?.expect("stored");
+    /// assert_eq!(stored.state, StoredState::Pending);
+    /// assert_eq!(Some(stored.deadline_ms), put.deadline_ms());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure; [`DurableError::Config`] from
+    /// the default implementation.
+    fn get(&self, id: &str) -> Result<Option<Stored>, DurableError> {
+        let _ = id;
+        Err(DurableError::Config(
+            "this backend cannot read an item by id (DurableBackend::get)".into(),
+        ))
+    }
+
     /// The backend's clock: milliseconds since the Unix epoch.
     ///
     /// # Errors
@@ -279,12 +394,50 @@ pub trait DurableBackend: Send + Sync + fmt::Debug + 'static {
     /// [`DurableError`] on a store failure.
     fn server_time_ms(&self) -> Result<u64, DurableError>;
 
-    /// Up to `max` dead-lettered items: (id, envelope), oldest first.
+    /// Up to `max` dead-lettered items, oldest death first (ties by id).
     ///
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
-    fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError>;
+    fn dead_letters(&self, max: usize) -> Result<Vec<Buried>, DurableError>;
+
+    /// Moves an item this `token` holds to the dead-letter set, stamped
+    /// with the backend's now and recording `error` (cut to
+    /// [`MAX_ERROR_BYTES`](super::MAX_ERROR_BYTES)): [`Nack::Dead`] with a
+    /// reason. `false` when `token` no longer holds it; idempotent by (id,
+    /// token) as `nack` is.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError`] on a store failure.
+    fn bury(&self, id: &str, token: u64, error: Option<&str>) -> Result<bool, DurableError>;
+
+    /// Moves the dead-lettered item `id` back to pending in one atomic
+    /// step, as a fresh put of its stored value: due now by the backend's
+    /// clock (its deadline too), attempts 0, a new token, its recorded
+    /// error dropped. `false` when `id` is not dead-lettered (never was,
+    /// purged, revived by a put, or already requeued, by this process or
+    /// another): of concurrent requeues of one dead letter exactly one
+    /// returns `true`.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Format`] when the stored item has no bytes to
+    /// requeue (a corrupt entry: purge it); [`DurableError::Unavailable`]
+    /// when a retry after a lost reply found it gone (the first attempt may
+    /// have requeued it); the store's error otherwise.
+    fn requeue(&self, id: &str) -> Result<bool, DurableError>;
+
+    /// Deletes the dead-lettered item `id` in one atomic step: `false` when
+    /// `id` is not dead-lettered (a pending or in-flight item of that id is
+    /// left alone).
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Unavailable`] when a retry after a lost reply found
+    /// it gone (the first attempt may have purged it); the store's error
+    /// otherwise.
+    fn purge(&self, id: &str) -> Result<bool, DurableError>;
 
     /// The concrete backend, for verbs beyond this trait (the PostgreSQL
     /// backend's transactional put and cancel, reached from `DurableQueue`
@@ -294,57 +447,6 @@ pub trait DurableBackend: Send + Sync + fmt::Debug + 'static {
         None
     }
 }
-
-/// The error of every durable operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DurableError {
-    /// The store could not be reached or did not answer in time. The
-    /// operation may or may not have happened; the idempotent ones are safe
-    /// to repeat.
-    Unavailable(String),
-    /// The store refused the command (for instance Redis out of memory).
-    /// Nothing was written.
-    Refused(String),
-    /// This holder's lease is lost: the item was reclaimed after the lease
-    /// expired, cancelled or replaced. Its ack was refused.
-    LeaseLost,
-    /// A stored item or queue uses a format this version cannot read, or a
-    /// payload did not decode.
-    Format(String),
-    /// The server's configuration failed a check in strict mode (no AOF, an
-    /// evicting `maxmemory-policy`, a Redis older than 7.0), or an argument
-    /// was invalid.
-    Config(String),
-    /// The queue is closed.
-    Closed,
-}
-
-impl DurableError {
-    /// True for [`DurableError::Unavailable`].
-    pub fn is_unavailable(&self) -> bool {
-        matches!(self, DurableError::Unavailable(_))
-    }
-
-    /// True for [`DurableError::LeaseLost`].
-    pub fn is_lease_lost(&self) -> bool {
-        matches!(self, DurableError::LeaseLost)
-    }
-}
-
-impl fmt::Display for DurableError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DurableError::Unavailable(why) => write!(f, "durable store unavailable: {why}"),
-            DurableError::Refused(why) => write!(f, "durable store refused the command: {why}"),
-            DurableError::LeaseLost => f.write_str("the lease on this item was lost"),
-            DurableError::Format(why) => write!(f, "unreadable durable data: {why}"),
-            DurableError::Config(why) => write!(f, "durable configuration: {why}"),
-            DurableError::Closed => f.write_str("the durable queue is closed"),
-        }
-    }
-}
-
-impl std::error::Error for DurableError {}
 
 /// How long a settle's receipt lives (ms): a repeated ack, nack or
 /// reschedule with the same token within it answers as the first did, so a

@@ -2,16 +2,18 @@
 //! verbs that settle it.
 //!
 //! Invariant: from creation until it is settled (ack, nack, dead-letter,
-//! reschedule) or dropped, a delivery's lease is registered with the
-//! heartbeat thread; dropping it unsettled hands it to that thread, which
-//! releases the item at once. No verb does I/O in `Drop`.
+//! reschedule), handed off (a pool's ack, to its acker) or dropped, a
+//! delivery's lease is registered with the heartbeat thread; dropping it
+//! unsettled hands it to that thread, which releases the item at once. No
+//! verb does I/O in `Drop`.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::backend::{Claimed, DurableError, Nack, Repeat};
+use super::backend::{DurableError, Nack, Repeat};
 use super::leases::{LeaseRef, Leases};
+use super::taker::Taken;
 
 /// An item claimed from a durable queue, leased to this holder.
 ///
@@ -40,14 +42,17 @@ struct Meta {
 }
 
 impl<T> Delivery<T> {
+    /// The delivery of `taken`, whose lease is registered now unless the
+    /// claim registered it already.
     pub(super) fn new(
-        claimed: Claimed,
+        taken: Taken,
         value: T,
         kind: &str,
         repeat: Option<Repeat>,
         leases: &Arc<Leases>,
     ) -> Self {
-        let lease = leases.register(claimed.id, claimed.token);
+        let Taken { claimed, lease } = taken;
+        let lease = lease.unwrap_or_else(|| leases.register(claimed.id, claimed.token));
         Delivery {
             value,
             item: Meta {
@@ -163,13 +168,42 @@ impl<T> Delivery<T> {
         self.held(held)
     }
 
-    /// Moves the item to the dead-letter set.
+    /// Moves the item to the dead-letter set, with no error recorded
+    /// (its [`DeadLetter::error`](super::DeadLetter::error) is `None`).
     ///
     /// # Errors
     ///
     /// As for [`ack`](Delivery::ack).
     pub fn dead_letter(mut self) -> Result<(), DurableError> {
-        let held = self.settle(|b, id, token| b.nack(id, token, Nack::Dead))?;
+        let held = self.settle(|b, id, token| b.bury(id, token, None))?;
+        self.held(held)
+    }
+
+    /// Moves the item to the dead-letter set, recording `error`'s text
+    /// (cut to [`MAX_ERROR_BYTES`](super::MAX_ERROR_BYTES)) as its
+    /// [`DeadLetter::error`](super::DeadLetter::error).
+    ///
+    /// # Errors
+    ///
+    /// As for [`ack`](Delivery::ack).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<String> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("mail-7", &"bob@".to_string(), Duration::ZERO)?;
+    /// let delivery = queue.take()?.expect("open");
+    /// delivery.dead_letter_with(format_args!("not an address: {:?}", "bob@"))?;
+    /// let dead = queue.dead_letters(1)?;
+    /// assert_eq!(dead[0].error.as_deref(), Some("not an address: \"bob@\""));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    pub fn dead_letter_with(mut self, error: impl fmt::Display) -> Result<(), DurableError> {
+        let why = error.to_string();
+        let held = self.settle(|b, id, token| b.bury(id, token, Some(&why)))?;
         self.held(held)
     }
 
@@ -211,6 +245,15 @@ impl<T> Delivery<T> {
         let next = self.settle(|b, id, token| b.ack_and_reschedule(id, token, repeat))?;
         self.held(next.is_some())?;
         Ok(next.expect("held"))
+    }
+
+    /// Hands this delivery's lease on unsettled (to a pool's acker, which
+    /// settles it with many others): it stays registered, so heartbeats go
+    /// on until the acker sends it, and dropping `self` no longer releases
+    /// the item.
+    pub(super) fn hand_off(mut self) -> LeaseRef {
+        self.settled = true;
+        self.lease.clone()
     }
 
     /// Runs one settling call and stops heartbeats, whatever its result: on

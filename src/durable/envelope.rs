@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::backend::{DurableError, Repeat};
+use super::error::ErrorDetail;
 
 const VERSION: u8 = 1;
 
@@ -133,8 +134,9 @@ pub(super) fn seal<T: Payload>(
     repeat: Option<Repeat>,
     value: &T,
 ) -> Result<Vec<u8>, DurableError> {
-    let kind_len = u8::try_from(kind.len())
-        .map_err(|_| DurableError::Config(format!("kind longer than 255 bytes: {kind:?}")))?;
+    let kind_len = u8::try_from(kind.len()).map_err(|_| {
+        DurableError::Config(format!("kind longer than 255 bytes: {kind:?}").into())
+    })?;
     let mut out = Vec::with_capacity(16 + kind.len());
     out.push(VERSION);
     out.push(kind_len);
@@ -160,7 +162,7 @@ pub(super) fn seal<T: Payload>(
 ///
 /// [`DurableError::Format`] for another version or truncated bytes.
 pub(super) fn open(bytes: &[u8]) -> Result<Envelope<'_>, DurableError> {
-    let bad = |why: &str| DurableError::Format(format!("envelope: {why}"));
+    let bad = |why: &str| DurableError::Format(format!("envelope: {why}").into());
     let (&version, rest) = bytes.split_first().ok_or_else(|| bad("empty"))?;
     if version != VERSION {
         return Err(bad(&format!(
@@ -194,9 +196,12 @@ pub(super) fn open(bytes: &[u8]) -> Result<Envelope<'_>, DurableError> {
     })
 }
 
-/// Decodes a payload, naming the item on failure.
+/// Decodes a payload, naming the item on failure; the payload's own error
+/// is the source.
 pub(super) fn decode<T: Payload>(id: &str, payload: &[u8]) -> Result<T, DurableError> {
-    T::decode(payload).map_err(|why| DurableError::Format(format!("item {id:?}: {why}")))
+    T::decode(payload).map_err(|why| {
+        DurableError::Format(ErrorDetail::with_source(format!("item {id:?}: {why}"), why))
+    })
 }
 
 /// Makes fixed-width, time-ordered ids: 12 hex digits of Unix ms, 8 of a

@@ -32,7 +32,9 @@ pub struct JobInfo {
     /// The store's clock at this claim (ms since the Unix epoch): never
     /// before `deadline_ms`.
     pub claimed_ms: u64,
-    /// How late the claim was by the store's clock.
+    /// How late the claim was by the store's clock. A pool claims a few
+    /// ms of work ahead for fast handlers, so the handler may start a few
+    /// ms after the claim; that wait is not in this.
     pub lateness: Duration,
     pub(super) lease: Arc<LeaseCell>,
 }

@@ -2,8 +2,10 @@
 //!
 //! Invariants (under `State`'s lock):
 //!
-//! - `live` holds exactly the deliveries handed out and not yet settled
-//!   (acked, nacked, rescheduled, or dropped). Each is extended every
+//! - `live` holds exactly the leases registered and not yet settled: the
+//!   deliveries handed out and not yet acked, nacked, rescheduled or
+//!   dropped, the items a pool's taker claimed ahead and holds in its
+//!   buffer, and the acks waiting in a pool's acker. Each is extended every
 //!   `lease / 3` by one batched call per lease length, so a live holder
 //!   keeps its item while it works, and a dead process's items come back
 //!   one lease after its last heartbeat.
@@ -68,8 +70,9 @@ struct State {
 }
 
 /// A registered lease: settle it with [`Leases::settle`] or
-/// [`Leases::release`].
-#[derive(Debug)]
+/// [`Leases::release`] (either is a no-op the second time, so a copy handed
+/// on cannot settle twice).
+#[derive(Debug, Clone)]
 pub(super) struct LeaseRef {
     key: u64,
     pub(super) cell: Arc<LeaseCell>,
@@ -217,7 +220,10 @@ impl Leases {
                 .or_default()
                 .push(cell);
         }
-        for (ms, group) in by_lease {
+        for (ms, mut group) in by_lease {
+            // In id order, as the pool's acker sends acks: two batched
+            // updates of the same rows wait for each other, never deadlock.
+            group.sort_unstable_by(|a, b| a.id.cmp(&b.id));
             let pairs: Vec<(&str, u64)> = group.iter().map(|c| (c.id.as_str(), c.token)).collect();
             match self.backend.extend(&pairs, Duration::from_millis(ms)) {
                 Ok(held) => {

@@ -22,11 +22,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::base::sync::{Condvar, Mutex, MutexGuard};
 
 use super::backend::{
-    ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,
-    PutMode, Repeat, When, MAX_MS, RECEIPT_MS,
+    ceil_ms, Buried, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack,
+    Put, PutMode, Repeat, Stored, StoredState, When, MAX_MS, RECEIPT_MS,
 };
 use crate::base::clock::{Clock, ClockListener};
 use crate::ManualClock;
+
+// The dead-letter verbs (bury, requeue, purge, the listing).
+mod dead;
 
 /// A [`DurableBackend`] in this process's memory.
 ///
@@ -173,8 +176,32 @@ impl MemoryBackend {
         Self::build(Clock::Real)
     }
 
-    /// A backend whose time is `clock`'s: nothing becomes due and no lease
+    /// A backend whose time follows `clock`: nothing becomes due and no lease
     /// expires until `clock.advance`.
+    ///
+    /// The store's clock (what [`DurableBackend::server_time_ms`] reads, and
+    /// what durable calendar schedules fire by) starts at the real time when
+    /// the backend is made and moves with `advance` only: it is not the
+    /// clock's [`wall_time`](ManualClock::wall_time), and
+    /// [`set_wall_time`](ManualClock::set_wall_time) does not move it. To
+    /// start a test at a chosen date ahead of now, advance by the difference:
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurableBackend, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let store = MemoryBackend::with_clock(clock.clone());
+    /// let now_ms = store.server_time_ms()?;
+    /// clock.set_wall_time(UNIX_EPOCH); // moves the pool's wall clock, not the store's
+    /// assert_eq!(store.server_time_ms()?, now_ms);
+    ///
+    /// let target_ms = 4_102_444_800_000; // 2100-01-01 00:00 UTC
+    /// clock.advance(Duration::from_millis(target_ms - now_ms));
+    /// assert_eq!(store.server_time_ms()?, target_ms);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn with_clock(clock: ManualClock) -> Self {
         Self::build(Clock::Manual(clock))
     }
@@ -453,7 +480,7 @@ impl DurableBackend for MemoryBackend {
             Some(item) => match item.place {
                 Place::Due(_) => Cancelled::Pending(item.envelope),
                 Place::Lease(_) => Cancelled::InFlight,
-                Place::Dead(_) => Cancelled::Dead(item.envelope),
+                Place::Dead(_) => Cancelled::Dead(super::dead_record::envelope(item.envelope)),
             },
         })
     }
@@ -506,16 +533,36 @@ impl DurableBackend for MemoryBackend {
         Ok(self.inner.state.lock().due.first().map(|(score, _)| *score))
     }
 
+    fn get(&self, id: &str) -> Result<Option<Stored>, DurableError> {
+        let s = self.inner.state.lock();
+        Ok(s.items.get(id).map(|item| Stored {
+            envelope: item.envelope.clone(),
+            deadline_ms: item.deadline,
+            state: match item.place {
+                Place::Due(_) => StoredState::Pending,
+                Place::Lease(_) => StoredState::InFlight,
+                Place::Dead(_) => StoredState::Dead,
+            },
+        }))
+    }
+
     fn server_time_ms(&self) -> Result<u64, DurableError> {
         Ok(self.now())
     }
 
-    fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError> {
-        let s = self.inner.state.lock();
-        Ok(s.dead
-            .iter()
-            .take(max)
-            .map(|(_, id)| (id.clone(), s.items[id].envelope.clone()))
-            .collect())
+    fn dead_letters(&self, max: usize) -> Result<Vec<Buried>, DurableError> {
+        self.dead_list(max)
+    }
+
+    fn bury(&self, id: &str, token: u64, error: Option<&str>) -> Result<bool, DurableError> {
+        self.bury_item(id, token, error)
+    }
+
+    fn requeue(&self, id: &str) -> Result<bool, DurableError> {
+        self.requeue_item(id)
+    }
+
+    fn purge(&self, id: &str) -> Result<bool, DurableError> {
+        self.purge_item(id)
     }
 }

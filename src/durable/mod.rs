@@ -6,7 +6,9 @@
 //! the *store's* clock, and are handed out as leased [`Delivery`]s to ack.
 //! A [`DurablePool`] runs handlers registered by kind on worker threads,
 //! retries failures with backoff into a dead-letter set, and keeps durable
-//! fixed-rate and fixed-delay chains.
+//! fixed-rate and fixed-delay chains and calendar schedules that run once
+//! per fleet ([`DurablePool::schedule_calendar`], with a [`Misfire`]
+//! policy for the fires a fleet missed).
 //!
 //! Backends:
 //!
@@ -17,8 +19,13 @@
 //!   scripts with fencing tokens, `BZPOPMIN` wake-ups across processes,
 //!   server time only. `RedisDelayQueue` (same feature) is a `DurableQueue`
 //!   on it.
+//! - `PostgresBackend` (feature `postgres`): one table in a schema of its
+//!   own, `FOR UPDATE SKIP LOCKED` claims, `LISTEN`/`NOTIFY` wake-ups,
+//!   server time only, and puts and cancels that can join the caller's
+//!   transaction (`DurablePool::schedule_in`, `cancel_in`).
 //!
-//! Guarantees (each tested against a real `redis-server`, see
+//! Guarantees (each tested against a real `redis-server` and a real
+//! PostgreSQL, see
 //! `docs/durable.md`): never early by the store's clock; at least once;
 //! a killed consumer's items come back after its lease; a stalled holder is
 //! fenced (its ack fails with [`DurableError::LeaseLost`]); cancel by id is
@@ -46,12 +53,25 @@
 //! # Ok::<(), schedpool::durable::DurableError>(())
 //! ```
 
+mod acker;
 mod backend;
+mod calendar;
+mod calendar_def;
+mod calendar_fire;
+mod dead_letters;
+mod dead_record;
 mod delivery;
 mod envelope;
+mod error;
+mod fires;
 mod job;
+#[cfg(feature = "serde")]
+mod json;
 mod leases;
 mod memory;
+#[cfg(feature = "metrics")]
+mod metrics;
+mod misfire;
 mod options;
 mod pool;
 mod pool_builder;
@@ -65,22 +85,32 @@ mod runner;
 pub(crate) mod taker;
 
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use self::postgres::{PostgresBackend, PostgresOptions};
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use self::redis::{RedisBackend, RedisOptions};
 pub use backend::{
-    Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put, PutMode,
-    Repeat, When,
+    Buried, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, Nack, Put, PutMode, Repeat,
+    Stored, StoredState, When,
 };
+pub use dead_letters::DeadLetter;
+pub use dead_record::MAX_ERROR_BYTES;
 pub use delivery::Delivery;
 pub use envelope::Payload;
+pub use error::{DurableError, ErrorDetail};
 pub use job::{HandlerError, JobInfo};
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub use json::Json;
 pub use memory::MemoryBackend;
+pub use misfire::Misfire;
 pub use options::QueueOptions;
 pub use pool::{DurablePool, DurableStats};
 pub use pool_builder::DurablePoolBuilder;
-pub use queue::{DeadLetter, DurableQueue, Removed};
+pub use queue::{DurableQueue, Removed};
 
 /// A [`DurableQueue`] on Redis (feature `redis`).
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub type RedisDelayQueue<T> = DurableQueue<T>;

@@ -6,9 +6,11 @@
 //!
 //! This file is the public face: scheduling, cancel, counters, idleness and
 //! shutdown. The builder (and `DurablePool::builder`) is `pool_builder.rs`;
-//! the workers and how a run settles its item, `runner.rs` (with the
-//! invariants); what a handler sees, `job.rs`. Imports go one way:
-//! `pool_builder` → `pool` → `runner` → `job`.
+//! calendar schedules, `calendar.rs`; the workers and how a run settles its
+//! item, `runner.rs` (with the invariants), and the acks it batches,
+//! `acker.rs`; what a handler sees, `job.rs`. Imports go one way:
+//! `pool_builder`, `calendar` → `pool` → `runner` → `calendar_fire`,
+//! `acker`, `job`.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::backend::{Counts, DurableError, Put, PutMode, Repeat, When};
+use super::calendar_def;
 use super::envelope::{self, Payload};
 use super::runner::Inner;
 
@@ -34,8 +37,17 @@ pub struct DurableStats {
     /// Settles refused because the lease had been lost.
     pub lease_lost: u64,
     /// Items given back unrun because this pool has no handler for their
-    /// kind (they are not counted as attempts).
+    /// kind, or (a calendar schedule) did not register their definition;
+    /// they are not counted as attempts.
     pub deferred: u64,
+    /// Missed fires of calendar schedules this process dropped: by
+    /// [`Misfire::skip`](super::Misfire::skip), by the cap of
+    /// [`Misfire::run_all`](super::Misfire::run_all), or for being later
+    /// than [`Misfire::max_lateness`](super::Misfire::max_lateness).
+    pub fires_skipped: u64,
+    /// Missed fires of calendar schedules this process folded into one
+    /// later run ([`Misfire::run_once`](super::Misfire::run_once)).
+    pub fires_coalesced: u64,
 }
 
 /// A pool of worker threads running durable items: handlers by kind,
@@ -161,22 +173,7 @@ impl DurablePool {
         value: &T,
         repeat: Option<Repeat>,
     ) -> Result<Vec<u8>, DurableError> {
-        if self.is_shutdown() {
-            return Err(DurableError::Closed);
-        }
-        if kind.len() > 255 {
-            return Err(DurableError::Config(format!(
-                "kind longer than 255 bytes: {kind:?}"
-            )));
-        }
-        if !self.inner.producer_only && !self.inner.handlers.contains_key(kind) {
-            return Err(DurableError::Config(format!(
-                "no handler for kind {kind:?}"
-            )));
-        }
-        if id.is_empty() {
-            return Err(DurableError::Config("an item id must not be empty".into()));
-        }
+        self.check_kind_and_id(kind, id)?;
         if let Some(Repeat::FixedRate(p) | Repeat::FixedDelay(p)) = repeat {
             if p < Duration::from_millis(1) {
                 return Err(DurableError::Config(
@@ -185,6 +182,32 @@ impl DurablePool {
             }
         }
         envelope::seal(kind, repeat, value)
+    }
+
+    /// The checks every schedule makes of its kind and id.
+    pub(super) fn check_kind_and_id(&self, kind: &str, id: &str) -> Result<(), DurableError> {
+        if self.is_shutdown() {
+            return Err(DurableError::Closed);
+        }
+        if kind == calendar_def::KIND {
+            return Err(DurableError::Config(
+                format!("the kind {kind:?} is reserved for calendar schedules").into(),
+            ));
+        }
+        if kind.len() > 255 {
+            return Err(DurableError::Config(
+                format!("kind longer than 255 bytes: {kind:?}").into(),
+            ));
+        }
+        if !self.inner.producer_only && !self.inner.handlers.contains_key(kind) {
+            return Err(DurableError::Config(
+                format!("no handler for kind {kind:?}").into(),
+            ));
+        }
+        if id.is_empty() {
+            return Err(DurableError::Config("an item id must not be empty".into()));
+        }
+        Ok(())
     }
 
     /// Cancels `id` (one-shot or chain) wherever it is: `true` when it
@@ -212,27 +235,6 @@ impl DurablePool {
         self.inner.taker.backend().counts()
     }
 
-    /// Up to `max` dead-lettered items as (id, kind), oldest first.
-    ///
-    /// # Errors
-    ///
-    /// The store's error.
-    pub fn dead_letters(&self, max: usize) -> Result<Vec<(String, String)>, DurableError> {
-        Ok(self
-            .inner
-            .taker
-            .backend()
-            .dead_letters(max)?
-            .into_iter()
-            .map(|(id, bytes)| {
-                let kind = envelope::open(&bytes)
-                    .map(|e| e.kind.to_string())
-                    .unwrap_or_default();
-                (id, kind)
-            })
-            .collect())
-    }
-
     /// This process's counters.
     pub fn stats(&self) -> DurableStats {
         let c = &self.inner.counters;
@@ -244,6 +246,8 @@ impl DurablePool {
             dead_lettered: get(&c.dead_lettered),
             lease_lost: get(&c.lease_lost),
             deferred: get(&c.deferred),
+            fires_skipped: get(&c.fires_skipped),
+            fires_coalesced: get(&c.fires_coalesced),
         }
     }
 
@@ -268,9 +272,12 @@ impl DurablePool {
     }
 
     fn is_idle(&self) -> bool {
-        // In the order items move: due head, then in flight, then busy. An
-        // item claimed after the head read is in flight at the counts read,
-        // or (settled since) its worker is still counted busy.
+        // In the order items move: due head, then in flight, then busy,
+        // then the acker's outstanding acks. An item claimed after the head
+        // read is in flight at the counts read, or (settled since) its
+        // worker is still counted busy, or its ack outstanding (a worker
+        // hands the ack over before it stops counting as busy, and the
+        // acker counts it until its outcome is in the stats).
         let backend = self.inner.taker.backend();
         let (Ok(head), Ok(now)) = (backend.peek_deadline_ms(), backend.server_time_ms()) else {
             return false;
@@ -282,7 +289,10 @@ impl DurablePool {
             Ok(counts) if counts.in_flight == 0 => {}
             _ => return false,
         }
-        self.inner.state.lock().busy == 0
+        if self.inner.state.lock().busy > 0 {
+            return false;
+        }
+        self.inner.acker.outstanding() == 0
     }
 
     /// Stops claiming: workers finish and ack the runs in progress, then
@@ -290,6 +300,8 @@ impl DurablePool {
     /// at once. Stored items are untouched.
     pub fn shutdown(&self) {
         self.inner.state.lock().shutdown = true;
+        #[cfg(feature = "metrics")]
+        self.inner.sampler.notify_all();
         self.inner.taker.close();
     }
 
@@ -299,6 +311,8 @@ impl DurablePool {
     /// [`await_termination`](Self::await_termination).
     pub fn shutdown_now(&self) -> Vec<String> {
         self.inner.state.lock().shutdown = true;
+        #[cfg(feature = "metrics")]
+        self.inner.sampler.notify_all();
         self.inner.taker.close_and_list()
     }
 

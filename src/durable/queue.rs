@@ -11,14 +11,11 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::backend::{Counts, DurableBackend, DurableError, Nack, Put, PutMode, When};
+use super::backend::{Counts, DurableBackend, DurableError, Put, PutMode, When};
 use super::delivery::{ms_to_time, Delivery};
 use super::envelope::{self, IdGen, Payload};
 use super::options::QueueOptions;
 use super::taker::Taker;
-
-/// A dead-lettered item: its id, and its value (or why it did not decode).
-pub type DeadLetter<T> = (String, Result<T, DurableError>);
 
 /// What [`DurableQueue::remove`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,9 +274,10 @@ impl<T: Payload> DurableQueue<T> {
 
     fn take_until(&self, limit: Option<Instant>) -> Result<Option<Delivery<T>>, DurableError> {
         loop {
-            let Some(claimed) = self.taker.take(limit)? else {
+            let Some(taken) = self.taker.take(limit)? else {
                 return Ok(None);
             };
+            let claimed = &taken.claimed;
             let decoded = envelope::open(&claimed.envelope).and_then(|env| {
                 let value = envelope::decode::<T>(&claimed.id, env.payload)?;
                 Ok((value, env.kind.to_string(), env.repeat))
@@ -287,7 +285,7 @@ impl<T: Payload> DurableQueue<T> {
             match decoded {
                 Ok((value, kind, repeat)) => {
                     return Ok(Some(Delivery::new(
-                        claimed,
+                        taken,
                         value,
                         &kind,
                         repeat,
@@ -301,9 +299,13 @@ impl<T: Payload> DurableQueue<T> {
                         error = %err,
                         "undecodable item moved to the dead-letter set"
                     );
+                    if let Some(lease) = &taken.lease {
+                        self.taker.leases.settle(lease);
+                    }
                     // Best effort: if this fails, the lease expires and the
                     // item is redelivered, then dead-lettered again.
-                    let _ = self.backend().nack(&claimed.id, claimed.token, Nack::Dead);
+                    let why = err.to_string();
+                    let _ = self.backend().bury(&claimed.id, claimed.token, Some(&why));
                 }
             }
         }
@@ -344,25 +346,6 @@ impl<T: Payload> DurableQueue<T> {
     /// [`DurableError`] on a store failure.
     pub fn counts(&self) -> Result<Counts, DurableError> {
         self.backend().counts()
-    }
-
-    /// Up to `max` dead-lettered items, oldest first, with their values
-    /// (an undecodable one as its error). Re-`put` one to retry it; `remove`
-    /// purges it.
-    ///
-    /// # Errors
-    ///
-    /// [`DurableError`] on a store failure.
-    pub fn dead_letters(&self, max: usize) -> Result<Vec<DeadLetter<T>>, DurableError> {
-        Ok(self
-            .backend()
-            .dead_letters(max)?
-            .into_iter()
-            .map(|(id, bytes)| {
-                let value = envelope::open(&bytes).and_then(|e| envelope::decode(&id, e.payload));
-                (id, value)
-            })
-            .collect())
     }
 
     /// The store's clock, in ms since the Unix epoch.

@@ -3,20 +3,26 @@
 //! Exactly one taking thread (the local leader) talks to the backend while
 //! the local buffer is empty; the other takers wait untimed on the local
 //! condvar (or until their own deadline). The leader claims as many items
-//! as there are takers (never more: a buffered lease burns its time), hands
-//! them over through the buffer, and when nothing is due sleeps in
-//! [`DurableBackend::wait`] for the backend's wait hint, capped by
-//! `max_block` so a lost wake-up costs at most that.
+//! as there are takers plus the `prefetch` (zero for a `DurableQueue`; a
+//! `DurablePool` sets it from how fast its handlers run, so one claim
+//! serves a batch of fast jobs), hands them over through the buffer, and
+//! when nothing is due sleeps in [`DurableBackend::wait`] for the backend's
+//! wait hint, capped by `max_block` so a lost wake-up costs at most that.
 //!
 //! Invariants (under `Local`'s lock):
 //!
 //! - `leader` is true while one taker is inside a claim, a backend wait or
 //!   an error backoff; whoever clears it notifies, so a waiting follower
 //!   takes over (the drop guard of the in-process design, done inline).
-//! - `buffer` holds claimed items not yet handed out; once `closed` it is
-//!   released back to the store (`Nack::Release`: at its due time, so at
-//!   the front) rather than served, on the releasing thread, so a worker's
-//!   exit (and `await_termination`) covers it.
+//! - `buffer` holds claimed items not yet handed out. Items claimed with a
+//!   prefetch are registered with the heartbeat thread at the claim, so
+//!   their leases are renewed while they wait; items without a registered
+//!   lease are never kept beyond the takers waiting (an unrenewed lease
+//!   burns its time), and a surplus goes back to the store at once.
+//! - Once `closed`, the buffer is released back to the store
+//!   (`Nack::Release`: at its due time, so at the front) rather than
+//!   served, on the releasing thread, so a worker's exit (and
+//!   `await_termination`) covers it.
 //! - A claim is never repeated after an error: the next attempt is a new
 //!   claim after a backoff, so a lost reply costs one lease, never a
 //!   duplicate hand-out inside it.
@@ -26,10 +32,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::base::sync::{Condvar, Mutex};
+use crate::base::sync::{AtomicUsize, Condvar, Mutex, Ordering};
 
 use super::backend::{Claimed, DurableBackend, DurableError, Nack};
-use super::leases::Leases;
+use super::leases::{LeaseRef, Leases};
 use super::options::QueueOptions;
 
 /// `pub(crate)` (with `new`, `take` and `close`) only for
@@ -37,13 +43,22 @@ use super::options::QueueOptions;
 pub(crate) struct Taker {
     pub(super) opts: QueueOptions,
     pub(super) leases: Arc<Leases>,
+    /// Items a claim takes beyond the takers waiting (see the module docs).
+    prefetch: AtomicUsize,
     local: Mutex<Local>,
     cv: Condvar,
 }
 
+/// A claimed item, with its lease when it was registered at the claim.
+#[derive(Debug)]
+pub(crate) struct Taken {
+    pub(crate) claimed: Claimed,
+    pub(super) lease: Option<LeaseRef>,
+}
+
 #[derive(Default)]
 struct Local {
-    buffer: VecDeque<Claimed>,
+    buffer: VecDeque<Taken>,
     leader: bool,
     takers: usize,
     closed: bool,
@@ -55,7 +70,7 @@ struct Local {
 
 /// How a leader's turn ended.
 enum Turn {
-    Claimed(Vec<Claimed>),
+    Claimed(Vec<Taken>),
     Waited,
     Failed(DurableError),
 }
@@ -65,6 +80,7 @@ impl Taker {
         Taker {
             leases: Leases::new(backend, opts.lease),
             opts,
+            prefetch: AtomicUsize::new(0),
             local: Mutex::new(Local::default()),
             cv: Condvar::new(),
         }
@@ -74,10 +90,15 @@ impl Taker {
         self.leases.backend()
     }
 
+    /// Sets how many items a claim takes beyond the takers waiting.
+    pub(super) fn set_prefetch(&self, n: usize) {
+        self.prefetch.store(n, Ordering::Relaxed);
+    }
+
     /// Takes one due item: waits until one is claimed, the queue closes
     /// (`Ok(None)`), or `limit` passes (`Ok(None)`, or the last error when
     /// the store was failing). `limit` of `Some(now)` is one claim attempt.
-    pub(crate) fn take(&self, limit: Option<Instant>) -> Result<Option<Claimed>, DurableError> {
+    pub(crate) fn take(&self, limit: Option<Instant>) -> Result<Option<Taken>, DurableError> {
         let mut local = self.local.lock();
         local.takers += 1;
         let mut backoff = Duration::from_millis(50);
@@ -157,11 +178,22 @@ impl Taker {
             // Leaving with a follower still waiting: make sure it leads.
             self.cv.notify_one();
         }
-        // Never keep more claimed items than takers: a buffered lease is not
-        // heartbeated, so a surplus (claimed for takers that left) goes back.
+        // Never keep more unrenewed leases than takers: a surplus (claimed
+        // for takers that left) goes back. Registered ones are renewed.
         let keep = local.takers;
-        if local.buffer.len() > keep {
-            let surplus: Vec<Claimed> = local.buffer.drain(keep..).collect();
+        if local.buffer.iter().filter(|t| t.lease.is_none()).count() > keep {
+            let mut unrenewed = 0;
+            let mut surplus = Vec::new();
+            let mut kept = VecDeque::with_capacity(local.buffer.len());
+            for t in local.buffer.drain(..) {
+                unrenewed += usize::from(t.lease.is_none());
+                if t.lease.is_none() && unrenewed > keep {
+                    surplus.push(t);
+                } else {
+                    kept.push_back(t);
+                }
+            }
+            local.buffer = kept;
             drop(local);
             self.release_now(surplus);
         }
@@ -172,12 +204,20 @@ impl Taker {
     /// store says something may be due.
     fn lead(&self, want: usize, limit: Option<Instant>) -> Turn {
         let backend = self.backend();
-        let batch = match backend.claim(self.opts.lease, want.max(1), self.opts.max_attempts) {
+        let prefetch = self.prefetch.load(Ordering::Relaxed);
+        let max = want.max(1) + prefetch;
+        let batch = match backend.claim(self.opts.lease, max, self.opts.max_attempts) {
             Ok(batch) => batch,
             Err(err) => return Turn::Failed(err),
         };
         if !batch.items.is_empty() {
-            return Turn::Claimed(batch.items);
+            let register = prefetch > 0;
+            let taken = batch.items.into_iter().map(|claimed| {
+                let lease =
+                    register.then(|| self.leases.register(claimed.id.clone(), claimed.token));
+                Taken { claimed, lease }
+            });
+            return Turn::Claimed(taken.collect());
         }
         let mut block = self.opts.max_block;
         if let Some(l) = limit {
@@ -195,17 +235,26 @@ impl Taker {
     }
 
     /// Empties the buffer of a closed taker, recording the ids released.
-    fn take_buffer(&self, local: &mut Local) -> Vec<Claimed> {
-        let items: Vec<Claimed> = local.buffer.drain(..).collect();
-        local.released.extend(items.iter().map(|c| c.id.clone()));
+    fn take_buffer(&self, local: &mut Local) -> Vec<Taken> {
+        let items: Vec<Taken> = local.buffer.drain(..).collect();
+        local
+            .released
+            .extend(items.iter().map(|t| t.claimed.id.clone()));
         items
     }
 
     /// Gives claimed-but-never-handed-out items back, on this thread (so a
     /// worker that releases finishes it before it exits, and
     /// `await_termination` covers it), at their due time.
-    fn release_now(&self, items: Vec<Claimed>) {
-        for item in items {
+    fn release_now(&self, items: Vec<Taken>) {
+        for Taken {
+            claimed: item,
+            lease,
+        } in items
+        {
+            if let Some(lease) = lease {
+                self.leases.settle(&lease);
+            }
             if let Err(err) = self.backend().nack(&item.id, item.token, Nack::Release) {
                 tracing::warn!(target: "schedpool::durable", id = %item.id, error = %err,
                     "could not release an item; it returns when its lease expires");

@@ -1,6 +1,6 @@
 //! [`Builder`]: configures and builds a [`ScheduledThreadPool`].
 
-use std::io;
+use crate::base::error::BuildError;
 use std::time::Duration;
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::base::clock::{Clock, ManualClock};
 use crate::pool::config::Config;
 use crate::pool::executor::ScheduledThreadPool;
-use crate::pool::hooks::{Hooks, RunInfo, TaskPanic};
+use crate::pool::hooks::{Hooks, RunInfo, TaskFailure};
 use crate::pool::shared::Shared;
 use crate::pool::worker;
 
@@ -54,6 +54,8 @@ pub struct Builder {
     timer_slack: Option<Duration>,
     idle_spin: Duration,
     hooks: Hooks,
+    #[cfg(feature = "metrics")]
+    metrics_interval: Duration,
 }
 
 impl Default for Builder {
@@ -69,6 +71,8 @@ impl Default for Builder {
             timer_slack: Some(DEFAULT_TIMER_SLACK),
             idle_spin: DEFAULT_IDLE_SPIN,
             hooks: Hooks::default(),
+            #[cfg(feature = "metrics")]
+            metrics_interval: crate::pool::metrics::DEFAULT_INTERVAL,
         }
     }
 }
@@ -132,30 +136,56 @@ impl Builder {
         self
     }
 
-    /// Called with every panic caught in a task (the payload and the task's
-    /// id), whatever the task's [`OnPanic`](crate::OnPanic) policy. Runs on
-    /// the worker thread; a panic inside it is contained.
+    /// Called with every failed run: a panic caught in a task (with its
+    /// payload), or an `Err` a periodic or `execute` body returned (with its
+    /// text), whatever the task's [`OnFailure`](crate::OnFailure) policy;
+    /// [`TaskFailure::is_panic`] tells them apart. Runs on the worker thread;
+    /// a panic inside it is contained.
+    ///
+    /// It runs after the run's handle completes (as Java's `afterExecute`
+    /// runs after the future is done): a `join` or `.await` that saw the
+    /// failure may return before the handler has run. To see its effects,
+    /// wait for the worker: [`wait_idle`](crate::ScheduledThreadPool::wait_idle)
+    /// or, at the end, `await_termination`.
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
     /// use schedpool::ScheduledThreadPool;
     ///
     /// let seen = Arc::new(Mutex::new(Vec::new()));
     /// let s = seen.clone();
     /// let pool = ScheduledThreadPool::builder()
     ///     .core_threads(1)
-    ///     .panic_handler(move |p| s.lock().unwrap().push((p.id(), p.message().to_owned())))
+    ///     .failure_handler(move |f| s.lock().unwrap().push((f.is_panic(), f.message().to_owned())))
     ///     .build()?;
     /// let h = pool.submit(|| panic!("boom"))?;
-    /// let id = h.id();
     /// assert!(h.join().is_err());
-    /// pool.shutdown().await_termination(std::time::Duration::from_secs(5));
-    /// assert_eq!(*seen.lock().unwrap(), vec![(id, "boom".to_owned())]);
+    /// let h = pool.at_fixed_rate(Duration::from_millis(1)).start(|| Err("no route"))?;
+    /// assert!(h.join().is_err());
+    /// pool.shutdown().await_termination(Duration::from_secs(5));
+    /// assert_eq!(
+    ///     *seen.lock().unwrap(),
+    ///     vec![(true, "boom".to_owned()), (false, "no route".to_owned())]
+    /// );
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn panic_handler(mut self, handler: impl Fn(TaskPanic) + Send + Sync + 'static) -> Self {
+    pub fn failure_handler(
+        mut self,
+        handler: impl Fn(TaskFailure) + Send + Sync + 'static,
+    ) -> Self {
         self.hooks.panic = Some(Arc::new(handler));
         self
+    }
+
+    /// The old name of [`failure_handler`](Self::failure_handler) (which also
+    /// sees the `Err`s bodies return).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `failure_handler`: it sees `Err` failures too"
+    )]
+    pub fn panic_handler(self, handler: impl Fn(TaskFailure) + Send + Sync + 'static) -> Self {
+        self.failure_handler(handler)
     }
 
     /// Called on the worker thread just before each run (Java's
@@ -165,9 +195,12 @@ impl Builder {
         self
     }
 
-    /// Called on the worker thread just after each run, with the panic
-    /// message if the run panicked (Java's `afterExecute`). A panic inside
-    /// it is contained.
+    /// Called on the worker thread just after each run, with the failure's
+    /// message if the run failed: it panicked, or its periodic or `execute`
+    /// body returned `Err` (Java's `afterExecute`). A panic inside
+    /// it is contained. As in Java, it runs after the run's handle has
+    /// completed, so a `join` may return first (see
+    /// [`failure_handler`](Self::failure_handler)).
     pub fn after_execute(
         mut self,
         hook: impl Fn(&RunInfo, Option<&str>) + Send + Sync + 'static,
@@ -222,28 +255,59 @@ impl Builder {
         self
     }
 
-    /// Builds the pool. No thread starts until the first submission.
+    /// How often the pool publishes its metrics' counters and gauges
+    /// (feature `metrics`; the metrics are listed in the crate docs,
+    /// "Metrics"). Default 1 s; values under 1 ms are raised to 1 ms. The
+    /// histograms record every run as it happens, whatever this is. The
+    /// pool's [`thread_name`](Self::thread_name) is its metrics' `pool`
+    /// label.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// // Install the recorder (an exporter) first: the pool registers its
+    /// // metrics with the recorder installed when it is built.
+    /// let pool = ScheduledThreadPool::builder()
+    ///     .thread_name("timeouts") // published as pool="timeouts"
+    ///     .metrics_interval(Duration::from_millis(250))
+    ///     .build()?;
+    /// assert_eq!(pool.submit(|| 1)?.join()?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn metrics_interval(mut self, interval: Duration) -> Self {
+        self.metrics_interval = interval;
+        self
+    }
+
+    /// Builds the pool. No worker thread starts until the first submission
+    /// (with the `metrics` feature, the pool's metrics sampler thread,
+    /// `"{thread_name}-metrics"`, starts here and exits when the pool
+    /// terminates).
     ///
     /// # Errors
     ///
-    /// `InvalidInput` if the thread name contains a NUL byte (the OS could
+    /// A [`BuildError`] if the thread name contains a NUL byte (the OS could
     /// not name the threads), or if more than 32,768 core threads are asked
     /// for (no OS would start them; the pool would fail at its first tasks).
-    pub fn build(self) -> io::Result<ScheduledThreadPool> {
+    /// It converts into `std::io::Error` (kind `InvalidInput`), so `?` in a
+    /// function returning `io::Result` still works.
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let err = ScheduledThreadPool::builder().thread_name("bad\0name").build().unwrap_err();
+    /// assert!(err.is_invalid_thread_name());
+    /// let io: std::io::Error = err.into();
+    /// assert_eq!(io.kind(), std::io::ErrorKind::InvalidInput);
+    /// ```
+    pub fn build(self) -> Result<ScheduledThreadPool, BuildError> {
         if self.thread_name.contains('\0') {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "thread name prefix must not contain a NUL byte",
-            ));
+            return Err(BuildError::thread_name());
         }
         if self.core_threads > MAX_THREADS {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "core_threads {} exceeds the maximum of {MAX_THREADS}",
-                    self.core_threads
-                ),
-            ));
+            return Err(BuildError::too_many_threads(self.core_threads, MAX_THREADS));
         }
         let config = Config {
             core_threads: self.core_threads,
@@ -257,11 +321,10 @@ impl Builder {
             idle_spin: self.idle_spin,
             hooks: self.hooks,
         };
-        Ok(ScheduledThreadPool::from_shared(Shared::new(
-            config,
-            self.clock,
-            worker::run,
-        )))
+        let shared = Shared::new(config, self.clock, worker::run);
+        #[cfg(feature = "metrics")]
+        crate::pool::sampler::start(&shared, self.metrics_interval);
+        Ok(ScheduledThreadPool::from_shared(shared))
     }
 }
 

@@ -54,19 +54,26 @@ impl Shared {
     }
 
     /// Resumes a paused task: a fixed-rate one at its next grid point at or
-    /// after now (missed runs are not replayed), a fixed-delay one now. False
+    /// after now (missed runs are not replayed), a fixed-delay one now, a
+    /// calendar one at its next fire not yet passed. False
     /// if it was not paused. A task the pool may no
     /// longer run (shut down meanwhile) is cancelled instead.
     pub(crate) fn resume(&self, job: &TaskPtr) -> bool {
         let header = job.header();
         let now = self.clock.now();
+        // A calendar task's next fire is its schedule's answer (user code):
+        // asked here, outside the pool lock.
+        let calendar = job
+            .control()
+            .and_then(|control| control.plan())
+            .map(|plan| plan.resume_fire(self.clock.wall_now()));
         let refused = {
             let mut state = self.handoff();
             if header.state() != crate::task::header::PAUSED {
                 return false;
             }
             if let Some(control) = job.control() {
-                header.set_deadline(control.resume_at(header.kind(), now));
+                header.set_deadline(control.resume_at(header.kind(), calendar, now));
             }
             if !header.resume_paused() {
                 return false;
@@ -80,7 +87,11 @@ impl Shared {
             } else {
                 // Shut down meanwhile: cancelled under the lock, so it is
                 // never SCHEDULED outside the queue; completed outside it.
-                header.try_cancel()
+                let won = header.try_cancel();
+                if won {
+                    state.count_cancelled(1);
+                }
+                won
             }
         };
         if refused {
@@ -109,6 +120,10 @@ impl Shared {
                 return false;
             }
             header.set_deadline(header.deadline().min(now));
+            if let Some(control) = job.control() {
+                // A calendar task runs now, whatever the wall clock says.
+                control.release_wall();
+            }
             if state.push(job.clone(), now) {
                 state.new_head();
             }

@@ -10,7 +10,10 @@
 //!   rejected atomically with respect to shutdown.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::base::clock::after;
@@ -32,7 +35,8 @@ use crate::task::ptr::TaskPtr;
 ///   caught up back to back. Fixed delay: each run is due `delay` after the
 ///   previous one ended. A periodic task never overlaps itself.
 /// - A task that panics does not kill its worker; its handle reports the
-///   panic, and a periodic task that panics runs no more.
+///   panic. A periodic task that fails (panics, or its body returns `Err`)
+///   runs no more under the default [`OnFailure`](crate::OnFailure) policy.
 /// - `cancel` drops a task's closure at once and takes a pending task out of
 ///   the queue at once, in O(log n) (a task already due is marked and freed
 ///   when the workers reach it; see [`ScheduledHandle::cancel`]).
@@ -94,12 +98,18 @@ impl ScheduledThreadPool {
 
     /// Runs `task` as soon as a worker is free (after the tasks already due).
     ///
+    /// There is no handle, so `task` returns `()` or `Result<(), E>`
+    /// (`E: Display`): an `Err` is reported as a failed run (the failure
+    /// handler, an `ERROR` event, [`PoolStats::failed`](crate::PoolStats::failed)),
+    /// exactly as a panic is, instead of vanishing.
+    ///
     /// # Errors
     ///
     /// [`Rejected`] once shutdown has begun.
-    pub fn execute<F>(&self, task: F) -> Result<(), Rejected>
+    pub fn execute<F, R>(&self, task: F) -> Result<(), Rejected>
     where
-        F: FnOnce() + Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+        R: crate::task::policy::RunResult + 'static,
     {
         // No handle: a task with no completion cell, and the queue holds
         // its only reference.
@@ -112,9 +122,16 @@ impl ScheduledThreadPool {
     /// Runs `task` as soon as a worker is free and returns a handle to its
     /// result.
     ///
+    /// A `Result` the task returns is its value, as with `std::thread::spawn`
+    /// or `tokio::spawn`: `submit(|| Err(e))` joins as `Ok(Err(e))` and is
+    /// not a failed run (only a panic is). The caller who joins decides what
+    /// an `Err` means; nothing else could see it apart from the failure
+    /// counters, so this keeps a one-shot's value untouched.
+    ///
     /// # Errors
     ///
     /// [`Rejected`] once shutdown has begun.
+    #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn submit<F, T>(&self, task: F) -> Result<ScheduledHandle<T>, Rejected>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -143,6 +160,7 @@ impl ScheduledThreadPool {
     /// assert!(h.join()? >= Duration::from_millis(20), "never early");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn schedule<F, T>(&self, task: F, delay: Duration) -> Result<ScheduledHandle<T>, Rejected>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -190,6 +208,37 @@ impl ScheduledThreadPool {
     /// false at once instead of waiting for itself.
     pub fn await_termination(&self, timeout: Duration) -> bool {
         self.shared().await_termination(timeout)
+    }
+
+    /// A future that completes once the pool has terminated: the async
+    /// counterpart of [`await_termination`](Self::await_termination), with
+    /// no runtime dependency (it is woken by the worker that terminates the
+    /// pool). It does not shut the pool down: call
+    /// [`shutdown`](Self::shutdown) first, or it waits until someone does.
+    /// For a bound, wrap it in your runtime's timeout
+    /// (`tokio::time::timeout(d, pool.terminated())`). Holding it does not
+    /// keep the pool open (dropping the last clone still shuts it down).
+    ///
+    /// Awaited on one of this pool's own threads it would wait for itself:
+    /// don't (there, [`await_termination`](Self::await_termination) returns
+    /// `false` at once instead).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// async fn stop(pool: ScheduledThreadPool) {
+    ///     pool.shutdown().terminated().await;
+    ///     assert!(pool.is_terminated());
+    /// }
+    /// # let pool = ScheduledThreadPool::new(1);
+    /// # let _ = stop(pool);
+    /// ```
+    pub fn terminated(&self) -> Terminated {
+        Terminated {
+            shared: Arc::clone(self.shared()),
+        }
     }
 
     /// True once shutdown has begun.
@@ -242,6 +291,11 @@ impl ScheduledThreadPool {
 
     /// A snapshot of the pool's counters and the lateness of its runs.
     ///
+    /// A run is counted (`completed`, `failed`, `panicked`) once its worker
+    /// is done with it, after its hooks: that is after its handle
+    /// completes, so right after a `join` returns the count may still miss
+    /// that run. [`wait_idle`](Self::wait_idle) waits for it.
+    ///
     /// ```
     /// use schedpool::ScheduledThreadPool;
     ///
@@ -258,6 +312,34 @@ impl ScheduledThreadPool {
     /// The configured number of core threads.
     pub fn core_threads(&self) -> usize {
         self.shared().config.core_threads
+    }
+}
+
+/// The future of [`ScheduledThreadPool::terminated`]: ready once the pool
+/// has terminated (shut down, queue drained, every worker gone). Any
+/// executor works; it may be polled again after it is ready (it stays
+/// ready).
+#[must_use = "a future does nothing unless awaited"]
+pub struct Terminated {
+    shared: Arc<Shared>,
+}
+
+impl Future for Terminated {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let shared = &self.shared;
+        shared
+            .terminated_wakers
+            .poll(cx, || shared.run_state() == TERMINATED)
+    }
+}
+
+impl fmt::Debug for Terminated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Terminated")
+            .field("terminated", &(self.shared.run_state() == TERMINATED))
+            .finish()
     }
 }
 

@@ -18,7 +18,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::base::clock::{delay_nanos, to_instant};
 use crate::base::error::{drop_quietly, Rejected, TaskError};
@@ -37,7 +37,8 @@ pub enum TaskState {
     Running,
     /// Paused: out of the queue until resumed.
     Paused,
-    /// Finished: completed, stopped by a limit, or panicked.
+    /// Finished: completed, stopped by a limit, or failed (a panic, or a
+    /// periodic body's `Err`).
     Done,
     /// Cancelled.
     Cancelled,
@@ -47,10 +48,12 @@ pub enum TaskState {
 /// ask about it, wait for it, `.await` it, and steer a periodic task
 /// (pause, resume, trigger, change its period).
 ///
-/// `Send + Sync`; dropping it does not cancel the task. A periodic task's
-/// handle completes only when the task is cancelled, panics (under the
-/// default [`OnPanic::Stop`](crate::OnPanic::Stop)), reaches a run limit, or
-/// is dropped by a shutdown.
+/// `Send + Sync`; dropping it does not cancel the task: it detaches it (it
+/// still runs), and the compiler warns about a handle left unused. For a
+/// handle that cancels on drop, see [`cancel_on_drop`](Self::cancel_on_drop). A periodic task's
+/// handle completes only when the task is cancelled, fails (panics or
+/// returns `Err`, under the default [`OnFailure::Stop`](crate::OnFailure::Stop)),
+/// reaches a run limit, or is dropped by a shutdown.
 ///
 /// # Examples
 ///
@@ -76,6 +79,7 @@ pub enum TaskState {
 /// }
 /// # let _ = later(&pool);
 /// ```
+#[must_use = "dropping a ScheduledHandle detaches the task (it still runs); keep it to cancel or join, or call `.detach()` to let it run unobserved, or `.cancel_on_drop()` to cancel on drop"]
 pub struct ScheduledHandle<T> {
     task: TaskPtr,
     pool: Arc<Shared>,
@@ -118,7 +122,8 @@ impl<T: 'static> ScheduledHandle<T> {
     }
 
     /// Cancels the task. Returns true only if this call cancelled it: false
-    /// if it had already completed, panicked or been cancelled.
+    /// if it had already completed, failed (panicked, or a periodic body's
+    /// `Err` stopped it) or been cancelled.
     ///
     /// A queued task's closure is dropped at once, and it no longer counts
     /// in [`queue_len`](crate::ScheduledThreadPool::queue_len). Its entry
@@ -132,6 +137,11 @@ impl<T: 'static> ScheduledHandle<T> {
     /// cancelled task queued, closure and all, until its deadline. A running
     /// task finishes its current run, but its handle reports cancelled at
     /// once and a periodic task runs no more.
+    ///
+    /// Dropping a handle does not cancel (Java semantics): the task is
+    /// detached and still runs. To cancel on drop instead (a timeout lost in
+    /// a `select!` arm or an early return), wrap the handle in a guard with
+    /// [`cancel_on_drop`](Self::cancel_on_drop).
     pub fn cancel(&self) -> bool {
         let header = self.task.header();
         if !header.try_cancel() {
@@ -143,18 +153,34 @@ impl<T: 'static> ScheduledHandle<T> {
         true
     }
 
+    /// Drops the handle on purpose: the task is detached and still runs
+    /// (what dropping the handle does, said out loud, so the compiler's
+    /// unused-handle warning goes away).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use schedpool::ScheduledThreadPool;
+    /// let pool = ScheduledThreadPool::new(1);
+    /// pool.schedule(|| println!("reminder"), Duration::from_millis(1))?.detach();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn detach(self) {}
+
     /// True if the task was cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.task.header().is_cancelled()
     }
 
-    /// True once the task completed, panicked or was cancelled.
+    /// True once the task completed, failed (panicked, or a periodic body's
+    /// `Err` stopped it) or was cancelled.
     pub fn is_done(&self) -> bool {
         self.task.header().is_done()
     }
 
     /// Time left until the task is (next) due, by the pool's clock;
-    /// `Duration::ZERO` when due or done.
+    /// `Duration::ZERO` when due or done. For a calendar task, the time
+    /// until the pool next looks at it (at most its wall-clock check
+    /// interval); its next fire is [`next_fire`](Self::next_fire).
     pub fn delay(&self) -> Duration {
         let header = self.task.header();
         if header.is_done() {
@@ -164,7 +190,7 @@ impl<T: 'static> ScheduledHandle<T> {
     }
 
     /// The task's id: its submission sequence number, also the `id` field of
-    /// its `task` tracing span. Ids wrap after 2^54 submissions (57 years at
+    /// its `task` tracing span. Ids wrap after 2^53 submissions (28 years at
     /// ten million a second).
     pub fn id(&self) -> u64 {
         self.task.header().seq()
@@ -184,10 +210,43 @@ impl<T: 'static> ScheduledHandle<T> {
 
     /// When the task is next due (by the pool's clock); `None` once it is
     /// done or while it is paused. While a run is in progress this is the
-    /// run's own due time.
+    /// run's own due time. For a calendar task, see
+    /// [`next_fire`](Self::next_fire).
     pub fn next_run(&self) -> Option<Instant> {
         let header = self.task.header();
         matches!(header.state(), SCHEDULED | RUNNING).then(|| to_instant(header.deadline()))
+    }
+
+    /// A calendar task's next fire time by the wall clock (the run in
+    /// progress's own, while it runs), without jitter; `None` for other
+    /// tasks, and once done or while paused. Unlike
+    /// [`next_run`](Self::next_run), which is when the pool next looks at
+    /// the task (at most its wall-clock check interval ahead), this is
+    /// the schedule's time.
+    ///
+    /// ```
+    /// # use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// # use schedpool::{calendar::Schedule, ScheduledThreadPool};
+    /// # #[derive(Debug)] struct NextSecond;
+    /// # impl Schedule for NextSecond {
+    /// #     fn next_after(&self, t: SystemTime) -> Option<SystemTime> {
+    /// #         let s = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    /// #         Some(UNIX_EPOCH + Duration::from_secs(s + 1))
+    /// #     }
+    /// # }
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.schedule_calendar(|| (), NextSecond)?;
+    /// assert!(h.next_fire().unwrap() > SystemTime::now() - Duration::from_millis(1));
+    /// assert_eq!(pool.schedule(|| (), Duration::ZERO)?.next_fire(), None);
+    /// # h.cancel();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn next_fire(&self) -> Option<SystemTime> {
+        let header = self.task.header();
+        if !matches!(header.state(), SCHEDULED | RUNNING) {
+            return None;
+        }
+        self.task.control()?.plan()?.next_fire()
     }
 
     /// Runs completed so far (a one-shot: 0 or 1; runs that panicked count).
@@ -195,8 +254,9 @@ impl<T: 'static> ScheduledHandle<T> {
         self.task.runs()
     }
 
-    /// Runs of a periodic task that panicked so far (whatever its
-    /// [`OnPanic`](crate::OnPanic) policy); for a one-shot, 1 if it panicked.
+    /// Runs of a periodic task that failed so far, by a panic or an `Err`
+    /// from its body (whatever its [`OnFailure`](crate::OnFailure) policy);
+    /// for a one-shot, 1 if it panicked.
     pub fn failure_count(&self) -> u64 {
         match self.task.control() {
             Some(control) => control.failures(),
@@ -204,7 +264,8 @@ impl<T: 'static> ScheduledHandle<T> {
         }
     }
 
-    /// The message of the most recent panic, if any run panicked. Once
+    /// The message of the most recent failure, if any run failed: the panic
+    /// message, or the `Display` text of the `Err` the body returned. Once
     /// [`is_done`](Self::is_done) is true, a one-shot task's answer is
     /// final (this waits the moment it takes to be recorded).
     pub fn last_failure(&self) -> Option<String> {
@@ -237,8 +298,11 @@ impl<T: 'static> ScheduledHandle<T> {
     /// point of its grid (`first + n * period`) at or after now; the runs
     /// missed while paused are not replayed. A fixed-delay task runs at
     /// once, even if its old next run was later (also during its initial
-    /// delay), and its delay then counts from the end of that run. Returns
-    /// false if it was not paused.
+    /// delay), and its delay then counts from the end of that run. A
+    /// calendar task runs next at its pending fire if the wall clock has
+    /// not passed it, else at the first fire after now (a schedule with no
+    /// fire left completes the handle with `Ok(())`). Returns false if it
+    /// was not paused.
     pub fn resume(&self) -> bool {
         self.pool.resume(&self.job())
     }
@@ -277,13 +341,20 @@ impl<T: 'static> ScheduledHandle<T> {
     ///
     /// # Errors
     ///
-    /// [`Rejected`] for a zero period, a one-shot task, or a finished task.
+    /// [`Rejected`] for a zero period, a one-shot or calendar task, or a
+    /// finished task.
     pub fn set_period(&self, period: Duration) -> Result<(), Rejected> {
         if period.is_zero() {
             return Err(Rejected::invalid("period must be greater than zero"));
         }
-        if self.task.control().is_none() {
-            return Err(Rejected::invalid("only a periodic task has a period"));
+        match self.task.control() {
+            None => return Err(Rejected::invalid("only a periodic task has a period")),
+            Some(control) if control.plan().is_some() => {
+                return Err(Rejected::invalid(
+                    "a calendar task has no period: its schedule decides",
+                ))
+            }
+            Some(_) => {}
         }
         if self.pool.set_period(&self.job(), delay_nanos(period)) {
             Ok(())
@@ -293,15 +364,16 @@ impl<T: 'static> ScheduledHandle<T> {
     }
 
     /// The current period (fixed rate) or delay (fixed delay); `None` for a
-    /// one-shot task.
+    /// one-shot or calendar task.
     pub fn period(&self) -> Option<Duration> {
         self.task
             .control()
+            .filter(|c| c.plan().is_none())
             .map(|c| Duration::from_nanos(c.period()))
     }
 
     /// Blocks up to `timeout` (real time); true once the task is done
-    /// (completed, panicked or cancelled). Consumes nothing.
+    /// (completed, failed or cancelled). Consumes nothing.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
         self.completion().wait_timeout(self.task.header(), timeout)
     }
@@ -311,7 +383,8 @@ impl<T: 'static> ScheduledHandle<T> {
     /// # Errors
     ///
     /// [`TaskError::Cancelled`] if it was cancelled (at once, even if its
-    /// body is still running), [`TaskError::Panicked`] if it panicked.
+    /// body is still running), [`TaskError::Panicked`] if it panicked,
+    /// [`TaskError::Failed`] if a periodic body's `Err` stopped it.
     ///
     /// # Panics
     ///
@@ -348,6 +421,7 @@ impl<T: 'static> fmt::Debug for ScheduledHandle<T> {
 /// [`run`](PendingTask::run) it on the current thread, or drop it: its handle
 /// then completes with [`TaskError::Cancelled`]. Either way nobody waiting
 /// on the handle hangs.
+#[must_use = "a PendingTask dropped unrun is cancelled; call .run() to run it"]
 pub struct PendingTask {
     /// `Some` until dropped: `Drop` takes it out to drop it quietly.
     task: Option<TaskPtr>,
@@ -369,7 +443,7 @@ impl PendingTask {
     }
 
     /// Runs the task once on the calling thread; a panic in it is caught and
-    /// reported (handle, `ERROR` event, the pool's panic handler). A
+    /// reported (handle, `ERROR` event, the pool's failure handler). A
     /// periodic task runs once and then completes as cancelled (its pool is
     /// stopped).
     pub fn run(self) {

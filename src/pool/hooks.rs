@@ -1,9 +1,9 @@
 //! What a pool tells its user about runs: the current run's [`RunInfo`],
-//! the panic handler's [`TaskPanic`], and the before/after hooks.
+//! the failure handler's [`TaskFailure`], and the before/after hooks.
 //!
 //! # Invariants
 //!
-//! - Hooks and the panic handler run on the worker thread, outside every
+//! - Hooks and the failure handler run on the worker thread, outside every
 //!   pool lock. A panic inside a hook is caught and reported as an `ERROR`
 //!   event; the worker carries on (Java instead replaces the worker).
 //! - `RunInfo::current()` is set for exactly the duration of a body's run.
@@ -71,7 +71,7 @@ impl RunInfo {
         self.id
     }
 
-    /// `"once"`, `"fixed_rate"`, `"fixed_delay"` or `"idle"`.
+    /// `"once"`, `"fixed_rate"`, `"fixed_delay"`, `"calendar"` or `"idle"`.
     pub fn kind(&self) -> &'static str {
         self.kind
     }
@@ -117,31 +117,47 @@ impl Drop for CurrentRun {
     }
 }
 
-/// A panic caught in a task, handed to the pool's panic handler
-/// ([`Builder::panic_handler`](crate::Builder::panic_handler)).
-pub struct TaskPanic {
+/// A failed run, handed to the pool's failure handler
+/// ([`Builder::failure_handler`](crate::Builder::failure_handler)): a panic
+/// caught in a task, or an `Err` a periodic or `execute` body returned.
+pub struct TaskFailure {
     id: u64,
     kind: &'static str,
     message: String,
     payload: Box<dyn Any + Send>,
+    panicked: bool,
 }
 
-impl TaskPanic {
+/// The old name of [`TaskFailure`], from when only a panic was a failure.
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `TaskFailure`: an `Err` returned by a body is a failure too"
+)]
+pub type TaskPanic = TaskFailure;
+
+impl TaskFailure {
     pub(crate) fn new(
         id: u64,
         kind: &'static str,
         message: String,
         payload: Box<dyn Any + Send>,
+        panicked: bool,
     ) -> Self {
-        TaskPanic {
+        TaskFailure {
             id,
             kind,
             message,
             payload,
+            panicked,
         }
     }
 
-    /// The id of the task that panicked.
+    /// True for a panic; false for an `Err` the body returned.
+    pub fn is_panic(&self) -> bool {
+        self.panicked
+    }
+
+    /// The id of the task that failed.
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -151,35 +167,41 @@ impl TaskPanic {
         self.kind
     }
 
-    /// The panic message (as in [`TaskError::Panicked`](crate::TaskError::Panicked)).
+    /// The panic message (as in [`TaskError::Panicked`](crate::TaskError::Panicked)),
+    /// or the `Display` text of the `Err` the body returned.
     pub fn message(&self) -> &str {
         &self.message
     }
 
-    /// The panic payload.
+    /// The panic payload (the original, whatever its type; the task's
+    /// handle gets a copy of a string payload, see
+    /// [`TaskError::into_panic`](crate::TaskError::into_panic)); for an
+    /// `Err`, its text as a `String` (the error value itself is not kept, so
+    /// it need not be `Send`).
     pub fn payload(&self) -> &(dyn Any + Send) {
         &*self.payload
     }
 
-    /// The panic payload, owned (for `std::panic::resume_unwind`, say).
+    /// The payload, owned (for `std::panic::resume_unwind`, say).
     pub fn into_payload(self) -> Box<dyn Any + Send> {
         self.payload
     }
 }
 
-impl fmt::Debug for TaskPanic {
+impl fmt::Debug for TaskFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TaskPanic")
+        f.debug_struct("TaskFailure")
             .field("id", &self.id)
             .field("kind", &self.kind)
             .field("message", &self.message)
+            .field("panicked", &self.panicked)
             .finish_non_exhaustive()
     }
 }
 
 pub(super) type BeforeHook = Arc<dyn Fn(&RunInfo) + Send + Sync>;
 pub(super) type AfterHook = Arc<dyn Fn(&RunInfo, Option<&str>) + Send + Sync>;
-pub(super) type PanicHandler = Arc<dyn Fn(TaskPanic) + Send + Sync>;
+pub(super) type PanicHandler = Arc<dyn Fn(TaskFailure) + Send + Sync>;
 
 /// The pool's hooks (all optional).
 #[derive(Clone, Default)]
@@ -203,9 +225,9 @@ impl Hooks {
     }
 
     /// Hands a panic to the handler, or drops its payload quietly.
-    pub(crate) fn panicked(&self, panic: TaskPanic) {
+    pub(crate) fn panicked(&self, panic: TaskFailure) {
         match &self.panic {
-            Some(handler) => guarded("panic_handler", || handler(panic)),
+            Some(handler) => guarded("failure_handler", || handler(panic)),
             None => crate::base::error::drop_quietly(panic.payload),
         }
     }

@@ -42,6 +42,7 @@ use crate::task::ptr::TaskPtr;
 /// assert_eq!(timer.into_handle().join()?, "closed");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[must_use = "dropping an IdleTimer detaches it (it still fires); keep it to touch or cancel it"]
 pub struct IdleTimer<T> {
     /// The task's touch, for its erased type (the handle has the task).
     touch: fn(&TaskPtr, Nanos) -> bool,
@@ -62,6 +63,7 @@ impl<T: 'static> IdleTimer<T> {
     }
 
     /// The handle, consuming the timer (no more touches).
+    #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn into_handle(self) -> ScheduledHandle<T> {
         self.handle
     }
@@ -87,6 +89,7 @@ impl ScheduledThreadPool {
     /// # Errors
     ///
     /// [`Rejected`] if `timeout` is zero, or once shutdown has begun.
+    #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn idle_timer<F, T>(&self, timeout: Duration, task: F) -> Result<IdleTimer<T>, Rejected>
     where
         F: FnOnce() -> T + Send + 'static,

@@ -2,16 +2,22 @@
 //! state under its lock, submission, cancel and control, the workers, the
 //! statistics, the handles, the builder and the public face.
 //!
-//! Layers inside, each using only those before it: `config`, `hooks` and
-//! `stats` (plain types); `inbox` (submissions that skip the lock);
-//! `state` (everything the pool lock protects); `shared` (the core:
-//! submission, requeue, cancel, shutdown, termination); `control` (pause,
-//! resume, trigger, reschedule) and `report` (run reports and the
-//! snapshot); `worker` (a worker thread's loop); `handle`; `executor`
-//! (`ScheduledThreadPool`); and above it `periodic`, `idle` and `builder`,
-//! which add their constructors to it.
+//! Layers inside, each using only those before it: `config`, `hooks`,
+//! `stats`, `termination` and `metrics` (plain types; `metrics`, the
+//! metric handles, only with the feature of that name); `inbox`
+//! (submissions that skip the lock); `state` (everything the pool lock
+//! protects); `shared` (the core: submission, requeue, cancel, shutdown,
+//! termination); `control` (pause, resume, trigger, reschedule), `report`
+//! (run reports and the snapshot) and `sampler` (the metrics sampler
+//! thread, feature `metrics`); `worker` (a worker thread's loop); `handle`
+//! and `cancel_guard` (the handle that cancels on drop); `executor`
+//! (`ScheduledThreadPool`); and above it `periodic`, `calendar` (which
+//! uses `periodic`'s submission), `idle` and `builder`, which add their
+//! constructors to it.
 
 pub(crate) mod builder;
+pub(crate) mod calendar;
+pub(crate) mod cancel_guard;
 mod config;
 mod control;
 pub(crate) mod executor;
@@ -19,9 +25,14 @@ pub(crate) mod handle;
 pub(crate) mod hooks;
 pub(crate) mod idle;
 mod inbox;
+#[cfg(feature = "metrics")]
+mod metrics;
 pub(crate) mod periodic;
 mod report;
+#[cfg(feature = "metrics")]
+mod sampler;
 pub(crate) mod shared;
 mod state;
 pub(crate) mod stats;
+mod termination;
 mod worker;

@@ -1,7 +1,8 @@
 //! Periodic tasks, the public side: the [`Periodic`] builder and its
 //! options (missed ticks, panic policy, run limits, jitter, dynamic
-//! delays). The task body that computes each next run is in
-//! [`crate::periodic_task`].
+//! delays), and the pieces calendar tasks (`crate::pool::calendar`) share
+//! with it: the option checks, the plain-body wrapper and the submission.
+//! The task body that computes each next run is in `crate::task::periodic`.
 //!
 //! # Invariants
 //!
@@ -19,7 +20,7 @@ use crate::pool::handle::ScheduledHandle;
 use crate::task::control::Control;
 use crate::task::header::{Header, Kind};
 use crate::task::periodic::PeriodicTask;
-use crate::task::policy::{MissedTicks, Next, OnPanic, Options, RunOutcome};
+use crate::task::policy::{MissedTicks, Next, OnFailure, Options, RunOutcome, RunResult};
 use crate::task::ptr::TaskPtr;
 
 /// Builds a periodic task: [`ScheduledThreadPool::at_fixed_rate`] or
@@ -30,13 +31,13 @@ use crate::task::ptr::TaskPtr;
 ///
 /// ```
 /// use std::time::Duration;
-/// use schedpool::{MissedTicks, OnPanic, ScheduledThreadPool};
+/// use schedpool::{MissedTicks, OnFailure, ScheduledThreadPool};
 ///
 /// let pool = ScheduledThreadPool::new(1);
 /// let h = pool
 ///     .at_fixed_rate(Duration::from_millis(2))
 ///     .missed_ticks(MissedTicks::Skip)
-///     .on_panic(OnPanic::Continue)
+///     .on_failure(OnFailure::Continue)
 ///     .jitter(Duration::from_micros(500))
 ///     .max_runs(3)
 ///     .start(|| println!("tick"))?;
@@ -62,7 +63,7 @@ impl<'a> Periodic<'a> {
             initial_delay: Duration::ZERO,
             options: Options {
                 missed: MissedTicks::Burst,
-                on_panic: OnPanic::Stop,
+                on_failure: OnFailure::Stop,
                 max_runs: None,
                 until: None,
                 jitter: 0,
@@ -84,10 +85,20 @@ impl<'a> Periodic<'a> {
         self
     }
 
-    /// What happens when a run panics (default [`OnPanic::Stop`]).
-    pub fn on_panic(mut self, policy: OnPanic) -> Self {
-        self.options.on_panic = policy;
+    /// What happens when a run fails: it panics, or the body returns `Err`
+    /// (default [`OnFailure::Stop`]).
+    pub fn on_failure(mut self, policy: OnFailure) -> Self {
+        self.options.on_failure = policy;
         self
+    }
+
+    /// The old name of [`on_failure`](Self::on_failure).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `on_failure`: an `Err` returned by the body is a failure too"
+    )]
+    pub fn on_panic(self, policy: OnFailure) -> Self {
+        self.on_failure(policy)
     }
 
     /// Run at most `n` times, then complete the handle with `Ok(())`.
@@ -111,26 +122,31 @@ impl<'a> Periodic<'a> {
         self
     }
 
-    /// Starts the task with a plain body.
+    /// Starts the task with a plain body, which returns `()` or
+    /// `Result<(), E>` with `E: Display`. An `Err` is a failed run, seen
+    /// exactly as a panic is (see [`RunResult`] and [`OnFailure`]). A
+    /// closure using `?` needs its return type spelled out, as in
+    /// `start(|| -> Result<(), MyError> { check()?; Ok(()) })`.
     ///
     /// # Errors
     ///
     /// [`Rejected`] for a zero period, `max_runs(0)`, an `until` before the
     /// first run, jitter larger than the period, a backoff with a zero
     /// initial delay or a maximum below it; or once shutdown has begun.
-    pub fn start<F>(self, mut body: F) -> Result<ScheduledHandle<()>, Rejected>
+    #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
+    pub fn start<F, R>(self, body: F) -> Result<ScheduledHandle<()>, Rejected>
     where
-        F: FnMut() + Send + 'static,
+        F: FnMut() -> R + Send + 'static,
+        R: RunResult + 'static,
     {
-        self.start_dynamic(move || {
-            body();
-            Next::Continue
-        })
+        self.start_dynamic(steering(body))
     }
 
     /// Starts the task with a body that steers it: it returns `()`
     /// (follow the schedule), `Option<Duration>` (`Some(d)`: next run `d`
-    /// after this one ends; `None`: stop) or a [`Next`].
+    /// after this one ends; `None`: stop) or a [`Next`], or one of these in
+    /// a `Result<_, E>` (`E: Display`) whose `Err` is a failed run, handled
+    /// by the [`OnFailure`] policy.
     ///
     /// # Errors
     ///
@@ -151,6 +167,7 @@ impl<'a> Periodic<'a> {
     /// assert_eq!(h.join(), Ok(()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn start_dynamic<F, R>(self, body: F) -> Result<ScheduledHandle<()>, Rejected>
     where
         F: FnMut() -> R + Send + 'static,
@@ -163,16 +180,9 @@ impl<'a> Periodic<'a> {
             }));
         }
         let mut options = self.options;
-        if options.max_runs == Some(0) {
-            return Err(Rejected::invalid("max_runs must be at least 1"));
-        }
+        check_options(&options)?;
         if options.jitter > delay_nanos(self.period) {
             return Err(Rejected::invalid("jitter must not exceed the period"));
-        }
-        if let OnPanic::Backoff { initial, max } = options.on_panic {
-            if initial.is_zero() || max < initial {
-                return Err(Rejected::invalid("backoff needs 0 < initial <= max"));
-            }
         }
         let shared = self.pool.shared();
         let seq = shared.next_seq();
@@ -187,14 +197,59 @@ impl<'a> Periodic<'a> {
         }
         let control = Control::new(delay_nanos(self.period), options, nominal, seq);
         let deadline = nominal.saturating_add(control.jitter());
-        let task = TaskPtr::new(PeriodicTask::new(
+        submit(
+            shared,
             Header::new(seq, deadline, self.kind),
             body,
             control,
-        ));
-        shared.enqueue(task.clone(), now)?;
-        Ok(ScheduledHandle::new(task, std::sync::Arc::clone(shared)))
+            now,
+        )
     }
+}
+
+/// The checks every periodic or calendar task's options pass before it is
+/// queued: a run limit of at least one, a sane backoff.
+pub(super) fn check_options(options: &Options) -> Result<(), Rejected> {
+    if options.max_runs == Some(0) {
+        return Err(Rejected::invalid("max_runs must be at least 1"));
+    }
+    if let OnFailure::Backoff { initial, max } = options.on_failure {
+        if initial.is_zero() || max < initial {
+            return Err(Rejected::invalid("backoff needs 0 < initial <= max"));
+        }
+    }
+    Ok(())
+}
+
+/// A plain body (returning `()` or `Result<(), E>`) as a steering one: it
+/// follows the schedule, and an `Err` is a failed run.
+pub(super) fn steering<F, R>(mut body: F) -> impl FnMut() -> Result<Next, Failure> + Send + 'static
+where
+    F: FnMut() -> R + Send + 'static,
+    R: RunResult + 'static,
+{
+    move || match body().into_failure() {
+        None => Ok(Next::Continue),
+        Some(text) => Err(Failure(text)),
+    }
+}
+
+/// Queues a periodic or calendar task, due at its header's deadline, and
+/// hands back its handle.
+pub(super) fn submit<F, R>(
+    shared: &std::sync::Arc<crate::pool::shared::Shared>,
+    header: Header,
+    body: F,
+    control: Control,
+    now: crate::base::clock::Nanos,
+) -> Result<ScheduledHandle<()>, Rejected>
+where
+    F: FnMut() -> R + Send + 'static,
+    R: RunOutcome + 'static,
+{
+    let task = TaskPtr::new(PeriodicTask::new(header, body, control));
+    shared.enqueue(task.clone(), now)?;
+    Ok(ScheduledHandle::new(task, std::sync::Arc::clone(shared)))
 }
 
 impl fmt::Debug for Periodic<'_> {
@@ -217,8 +272,11 @@ impl ScheduledThreadPool {
     /// panic policies, run limits and jitter, use
     /// [`at_fixed_rate`](Self::at_fixed_rate).
     ///
-    /// The handle completes only when the task is cancelled, panics, or is
-    /// dropped by a shutdown.
+    /// The handle completes only when the task is cancelled, fails, or is
+    /// dropped by a shutdown. The body returns `()` or `Result<(), E>`
+    /// (`E: Display`); an `Err` is a failed run, exactly as a panic is: the
+    /// task stops (Java's policy; see [`OnFailure`] for others) and the
+    /// handle completes with [`TaskError::Failed`](crate::TaskError::Failed).
     ///
     /// # Errors
     ///
@@ -241,14 +299,16 @@ impl ScheduledThreadPool {
     /// assert!(h.cancel());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn schedule_at_fixed_rate<F>(
+    #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
+    pub fn schedule_at_fixed_rate<F, R>(
         &self,
         task: F,
         initial_delay: Duration,
         period: Duration,
     ) -> Result<ScheduledHandle<()>, Rejected>
     where
-        F: FnMut() + Send + 'static,
+        F: FnMut() -> R + Send + 'static,
+        R: RunResult + 'static,
     {
         self.at_fixed_rate(period)
             .initial_delay(initial_delay)
@@ -257,20 +317,24 @@ impl ScheduledThreadPool {
 
     /// Runs `task` first after `initial_delay`, then again `delay` after
     /// each run ends. The handle completes only when the task is cancelled,
-    /// panics, or is dropped by a shutdown. For more options use
+    /// fails (panics or returns `Err`: the task stops, as for
+    /// [`schedule_at_fixed_rate`](Self::schedule_at_fixed_rate)), or is
+    /// dropped by a shutdown. For more options use
     /// [`with_fixed_delay`](Self::with_fixed_delay).
     ///
     /// # Errors
     ///
     /// [`Rejected`] if `delay` is zero, or once shutdown has begun.
-    pub fn schedule_with_fixed_delay<F>(
+    #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
+    pub fn schedule_with_fixed_delay<F, R>(
         &self,
         task: F,
         initial_delay: Duration,
         delay: Duration,
     ) -> Result<ScheduledHandle<()>, Rejected>
     where
-        F: FnMut() + Send + 'static,
+        F: FnMut() -> R + Send + 'static,
+        R: RunResult + 'static,
     {
         self.with_fixed_delay(delay)
             .initial_delay(initial_delay)
@@ -311,6 +375,7 @@ impl ScheduledThreadPool {
     /// assert_eq!(h.join(), Ok(()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn schedule_dynamic<F, R>(
         &self,
         task: F,
@@ -324,5 +389,14 @@ impl ScheduledThreadPool {
         self.with_fixed_delay(fallback)
             .initial_delay(initial_delay)
             .start_dynamic(task)
+    }
+}
+
+/// A plain body's failure text, as a steering outcome (for `start`).
+pub(super) struct Failure(String);
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }

@@ -1,11 +1,11 @@
-//! The pool's run reports (panics, lateness, starvation warnings) and its
+//! The pool's run reports (failures, lateness, starvation warnings) and its
 //! statistics snapshot.
 
 use std::sync::atomic::Ordering;
 
 use crate::base::clock::Nanos;
 use crate::pool::config::TERMINATED;
-use crate::pool::hooks::TaskPanic;
+use crate::pool::hooks::TaskFailure;
 use crate::pool::shared::Shared;
 use crate::pool::stats::PoolStats;
 use crate::task::header::{Caught, Header};
@@ -13,21 +13,34 @@ use crate::task::header::{Caught, Header};
 // ===== the pool's run reports and snapshot =====
 
 impl Shared {
-    /// Reports a caught panic: `ERROR` event, counter, the pool's handler.
+    /// Reports a failed run (a caught panic, or a body's `Err`): `ERROR`
+    /// event, counters, the pool's failure handler.
     pub(super) fn report_panic(&self, header: &Header, caught: Caught) {
-        tracing::error!(
-            target: "schedpool::task",
-            id = header.seq(),
-            kind = header.kind().name(),
-            panic = %caught.message,
-            "task panicked"
-        );
-        self.panicked.fetch_add(1, Ordering::Relaxed);
-        let panic = TaskPanic::new(
+        if caught.panicked {
+            tracing::error!(
+                target: "schedpool::task",
+                id = header.seq(),
+                kind = header.kind().name(),
+                panic = %caught.message,
+                "task panicked"
+            );
+            self.panicked.fetch_add(1, Ordering::Relaxed);
+        } else {
+            tracing::error!(
+                target: "schedpool::task",
+                id = header.seq(),
+                kind = header.kind().name(),
+                error = %caught.message,
+                "task failed"
+            );
+        }
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        let panic = TaskFailure::new(
             header.seq(),
             header.kind().name(),
             caught.message,
             caught.payload,
+            caught.panicked,
         );
         self.config.hooks.panicked(panic);
     }
@@ -57,10 +70,18 @@ impl Shared {
     }
 
     pub(crate) fn stats(&self) -> PoolStats {
-        let (queued, active, workers, accepted, completed) = {
+        let (queued, active, workers, accepted, completed, cancelled) = {
             let s = self.lock();
             let active = self.ready.running(s.active);
-            (s.queue.len(), active, s.workers, s.accepted, s.completed)
+            let counts = (s.accepted, s.completed, s.cancelled);
+            (
+                s.queue.len(),
+                active,
+                s.workers,
+                counts.0,
+                counts.1,
+                counts.2,
+            )
         };
         PoolStats {
             queued,
@@ -72,7 +93,10 @@ impl Shared {
             },
             accepted,
             completed,
+            cancelled,
+            rejected: self.rejected.load(Ordering::Relaxed),
             panicked: self.panicked.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
             lateness: self.lateness.snapshot(),
         }
     }

@@ -33,8 +33,8 @@
 //!   workers claim a popped task (`SCHEDULED -> RUNNING`) and end a periodic
 //!   run and requeue it (`RUNNING -> SCHEDULED` + push) under the lock, and
 //!   pause/resume do their swap and their push or removal under it too. The
-//!   exceptions: a shutdown purge's removed tasks, which are cancelled or
-//!   returned right after; and a one-shot a worker took from the ready
+//!   exceptions: the tasks `shutdown_now` drains, which are returned right
+//!   after (`shutdown` cancels what it purges under its lock); and a one-shot a worker took from the ready
 //!   batch, `SCHEDULED` until that worker's `try_start` (a pause or cancel
 //!   that wins there finds nothing to remove, and the worker drops the
 //!   task). This is what makes pause/resume/trigger safe (no task is ever
@@ -56,6 +56,7 @@ use crate::leader::{Handoff, Signal};
 use crate::pool::inbox::Inbox;
 pub(crate) use crate::pool::state::State;
 use crate::pool::stats::LatenessHistogram;
+use crate::pool::termination::TerminationWakers;
 use crate::queue::ready::Ready;
 use crate::queue::Entry;
 use crate::task::header::{EndOfRun, Header};
@@ -83,6 +84,8 @@ pub(crate) struct Shared {
     available: Signal,
     /// The termination latch (`await_termination`).
     terminated: Condvar,
+    /// Its async side (`ScheduledThreadPool::terminated`).
+    pub(super) terminated_wakers: TerminationWakers,
     /// `wait_idle` waiters.
     idle: Condvar,
     pub(crate) clock: Clock,
@@ -94,7 +97,14 @@ pub(crate) struct Shared {
     /// its line.
     next_seq: CachePadded<AtomicU64>,
     pub(super) lateness: LatenessHistogram,
+    /// The pool's metric handles (feature `metrics`; see `super::sampler`).
+    #[cfg(feature = "metrics")]
+    pub(super) metrics: crate::pool::metrics::PoolMetrics,
     pub(crate) panicked: AtomicU64,
+    /// Failed runs: panics and `Err`s.
+    pub(crate) failed: AtomicU64,
+    /// Submissions refused: the pool was shut down, or no worker could start.
+    pub(super) rejected: AtomicU64,
     /// When the last starvation warning was logged (clock nanos).
     /// (std's atomic even under loom: whether it is touched depends on real time.)
     pub(super) last_starvation_warning: std::sync::atomic::AtomicU64,
@@ -106,19 +116,26 @@ impl Shared {
     pub(crate) fn new(config: Config, clock: Clock, worker_main: WorkerMain) -> Arc<Shared> {
         let inbox = Arc::new(Inbox::new(config.core_threads));
         let ready = Arc::new(Ready::new());
+        #[cfg(feature = "metrics")]
+        let metrics = crate::pool::metrics::PoolMetrics::new(&config.thread_name);
         let shared = Arc::new(Shared {
             state: Mutex::new(State::new(&config, Arc::clone(&inbox), Arc::clone(&ready))),
             inbox,
             ready,
             available: Signal::new(),
             terminated: Condvar::new(),
+            terminated_wakers: TerminationWakers::default(),
             idle: Condvar::new(),
             clock,
             config,
             run_state: AtomicU8::new(RUNNING),
             next_seq: CachePadded::new(AtomicU64::new(0)),
             lateness: LatenessHistogram::new(),
+            #[cfg(feature = "metrics")]
+            metrics,
             panicked: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
             last_starvation_warning: std::sync::atomic::AtomicU64::new(0),
             worker_main,
         });
@@ -187,6 +204,7 @@ impl Shared {
         let mut state = self.handoff();
         if state.run_state != RUNNING {
             drop(state);
+            self.count_rejected();
             tracing::debug!(target: "schedpool::pool", id = task.header().seq(), "task rejected: pool is shut down");
             return Err(Rejected::shutdown());
         }
@@ -235,7 +253,7 @@ impl Shared {
         }
         let terminated = self.try_terminate(&mut state);
         drop(state);
-        log_if_terminated(terminated);
+        self.announce_termination(terminated);
         match taken_back {
             Some(entry) => {
                 // Never reached a worker: the caller gets Err and no handle,
@@ -243,10 +261,22 @@ impl Shared {
                 if entry.task.header().try_cancel() {
                     entry.task.cancelled();
                 }
+                self.count_rejected();
                 Err(Rejected::no_worker(&err))
             }
             None => Ok(()),
         }
+    }
+
+    /// Counts a refused submission (`PoolStats::rejected`; with the
+    /// `metrics` feature, published at once rather than sampled: a
+    /// submission may be refused after the pool terminated, when no
+    /// sampler is left, and refusals are rare).
+    #[inline(always)]
+    fn count_rejected(&self) {
+        self.rejected.fetch_add(1, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        self.metrics.count_rejected();
     }
 
     // ===== after a run (Java: reExecutePeriodic) =====
@@ -283,7 +313,9 @@ impl Shared {
             EndOfRun::Paused => {
                 // Paused during its run, and the pool shut down meanwhile:
                 // nobody can resume it.
-                task.header().try_cancel();
+                if task.header().try_cancel() {
+                    state.count_cancelled(1);
+                }
                 Some(task)
             }
             EndOfRun::Cancelled => Some(task),
@@ -296,7 +328,9 @@ impl Shared {
                 None
             }
             EndOfRun::Scheduled => {
-                task.header().try_cancel();
+                if task.header().try_cancel() {
+                    state.count_cancelled(1);
+                }
                 Some(task)
             }
         }
@@ -308,6 +342,8 @@ impl Shared {
     /// from the queue if it is there (see [`WorkQueue::remove`]).
     pub(super) fn remove_cancelled(&self, header: &Header, task: *const u8) -> Option<Entry> {
         let mut state = self.handoff();
+        // The caller's handle won the cancel.
+        state.count_cancelled(1);
         // A paused task leaves the paused list (the handle that cancels it
         // holds another reference: dropping this one runs no user code).
         drop(take_paused(&mut state, task));
@@ -350,19 +386,19 @@ impl Shared {
             // Paused tasks are not queued and cannot be resumed any more:
             // complete them as cancelled, whatever the policies.
             let paused = std::mem::take(&mut state.paused);
+            let removed = cancel_all(
+                &mut state,
+                removed.into_iter().map(|e| e.task).chain(paused),
+            );
             let terminated = self.try_terminate(&mut state);
-            (removed, paused, terminated)
+            (removed, terminated)
             // The Handoff's drop wakes a worker if the queue is now empty,
             // and each exiting worker wakes the next.
         };
-        let (removed, paused, terminated) = removed;
-        tracing::info!(target: "schedpool::pool", cancelled = removed.len() + paused.len(), "pool shutting down");
-        log_if_terminated(terminated);
-        for task in removed.into_iter().map(|e| e.task).chain(paused) {
-            if task.header().try_cancel() {
-                task.cancelled();
-            }
-        }
+        let (removed, terminated) = removed;
+        tracing::info!(target: "schedpool::pool", cancelled = removed.len(), "pool shutting down");
+        self.announce_termination(terminated);
+        complete_cancelled(removed);
     }
 
     /// Java's `shutdownNow`: stop, and hand back every queued task that had
@@ -372,20 +408,17 @@ impl Shared {
             let mut state = self.handoff();
             self.set_run_state(&mut state, STOP);
             let drained = state.queue.drain();
+            // Paused tasks did not start, but nobody can resume them: they
+            // are completed as cancelled rather than returned.
             let paused = std::mem::take(&mut state.paused);
+            let paused = cancel_all(&mut state, paused);
             let terminated = self.try_terminate(&mut state);
             (drained, paused, terminated)
         };
         let (drained, paused, terminated) = drained;
         tracing::info!(target: "schedpool::pool", pending = drained.len(), "pool stopping now");
-        log_if_terminated(terminated);
-        // Paused tasks did not start, but nobody can resume them: they are
-        // completed as cancelled rather than returned.
-        for task in paused {
-            if task.header().try_cancel() {
-                task.cancelled();
-            }
-        }
+        self.announce_termination(terminated);
+        complete_cancelled(paused);
         drained
             .into_iter()
             .map(|e| e.task)
@@ -394,8 +427,9 @@ impl Shared {
     }
 
     /// Terminates if shut down, with no worker left and nothing queued;
-    /// true if this call did. The caller logs it ([`log_if_terminated`])
-    /// after releasing the lock: a tracing subscriber is user code.
+    /// true if this call did. The caller announces it
+    /// ([`announce_termination`](Self::announce_termination)) after
+    /// releasing the lock: a tracing subscriber and a waker are user code.
     #[must_use]
     pub(super) fn try_terminate(&self, state: &mut State) -> bool {
         let drained = state.queue.is_empty() || state.run_state >= STOP;
@@ -464,10 +498,40 @@ impl ClockListener for Shared {
     }
 }
 
-/// Logs the pool's termination (outside the lock: a subscriber is user code).
-pub(super) fn log_if_terminated(terminated: bool) {
-    if terminated {
-        tracing::info!(target: "schedpool::pool", "pool terminated");
+impl Shared {
+    /// Logs the pool's termination and wakes its `terminated()` futures
+    /// (outside the lock: a subscriber and a waker are user code).
+    pub(super) fn announce_termination(&self, terminated: bool) {
+        if terminated {
+            tracing::info!(target: "schedpool::pool", "pool terminated");
+            self.terminated_wakers.wake_all();
+        }
+    }
+}
+
+/// Cancels `tasks` that shutdown took out of the queue or the paused list:
+/// their state swaps under the lock (an atomic swap, no user code), so the
+/// count of cancels is whole before the pool can terminate. Each comes
+/// back with whether this swap won (a racing handle's cancel may have).
+fn cancel_all(state: &mut State, tasks: impl IntoIterator<Item = TaskPtr>) -> Vec<(TaskPtr, bool)> {
+    let tasks: Vec<(TaskPtr, bool)> = tasks
+        .into_iter()
+        .map(|task| {
+            let won = task.header().try_cancel();
+            (task, won)
+        })
+        .collect();
+    state.count_cancelled(tasks.iter().filter(|(_, won)| *won).count());
+    tasks
+}
+
+/// Completes the tasks [`cancel_all`] cancelled, outside the lock (waking
+/// their waiters and dropping their bodies runs user code).
+fn complete_cancelled(tasks: Vec<(TaskPtr, bool)>) {
+    for (task, won) in tasks {
+        if won {
+            task.cancelled();
+        }
     }
 }
 

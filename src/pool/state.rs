@@ -47,6 +47,8 @@ pub(crate) struct State {
     pub(crate) active: usize,
     pub(crate) completed: u64,
     pub(crate) accepted: u64,
+    /// Tasks the pool or a handle cancelled.
+    pub(super) cancelled: u64,
     /// Threads blocked in `wait_idle`.
     pub(super) idle_waiters: usize,
     /// Paused tasks (not queued): shutdown completes them, so no `join`
@@ -108,6 +110,7 @@ impl State {
             active: 0,
             completed: 0,
             accepted: 0,
+            cancelled: 0,
             idle_waiters: 0,
             paused: Vec::new(),
             keep_alive: (config.core_threads == 0).then_some(config.keep_alive),
@@ -120,6 +123,13 @@ impl State {
     /// `now` is a recent clock reading: a task due by then takes the lane.
     pub(crate) fn push(&mut self, task: TaskPtr, now: Nanos) -> bool {
         self.queue.push(task, now)
+    }
+
+    /// Counts `n` tasks cancelled, by a handle or by the pool
+    /// (`PoolStats::cancelled`, and the metrics sampler).
+    #[inline(always)]
+    pub(super) fn count_cancelled(&mut self, n: usize) {
+        self.cancelled += n as u64;
     }
 
     /// Moves the inbox's tasks into the queue, in submission order.

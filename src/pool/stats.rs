@@ -60,6 +60,12 @@ impl LatenessHistogram {
         }
     }
 
+    /// Runs recorded (the buckets' sum).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn count(&self) -> u64 {
+        self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).sum()
+    }
+
     pub(crate) fn snapshot(&self) -> Lateness {
         let counts: Vec<u64> = self
             .buckets
@@ -120,8 +126,20 @@ pub struct PoolStats {
     pub accepted: u64,
     /// Runs finished (every periodic run counts).
     pub completed: u64,
+    /// Tasks cancelled: by their handle (a `cancel` that won), by a
+    /// [`CancelOnDrop`](crate::CancelOnDrop) guard, or by shutdown's
+    /// policies (each task once). The tasks `shutdown_now` hands back
+    /// are not counted, whatever the caller does with them.
+    pub cancelled: u64,
+    /// Submissions refused because the pool was shut down or no worker
+    /// thread could start. (A submission refused for an invalid argument,
+    /// such as a zero period, is an error to its caller and not counted.)
+    pub rejected: u64,
     /// Runs that panicked.
     pub panicked: u64,
+    /// Runs that failed: panicked, or returned `Err` (a periodic or
+    /// `execute` body); `panicked` counts the first kind alone.
+    pub failed: u64,
     /// Lateness of runs.
     pub lateness: Lateness,
 }

@@ -76,7 +76,7 @@ impl Drop for ExitGuard<'_> {
             (replacement, terminated)
         };
         let (replacement, terminated) = replacement;
-        crate::pool::shared::log_if_terminated(terminated);
+        self.shared.announce_termination(terminated);
         if let Some(number) = replacement {
             let _ = self.shared.start_worker(number, None);
         }
@@ -140,7 +140,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 guard.left = true;
                 let terminated = shared.try_terminate(&mut state);
                 drop(state);
-                crate::pool::shared::log_if_terminated(terminated);
+                shared.announce_termination(terminated);
                 return;
             }
         };
@@ -254,7 +254,8 @@ enum Claim {
     /// It may not run (shut down) and is `CANCELLED` now: complete it
     /// outside the lock.
     Cancel,
-    /// Nothing more: re-armed (an idle timer) or already cancelled/paused
+    /// Nothing more: re-armed (an idle timer, a calendar task not yet due
+    /// by the wall clock) or already cancelled/paused
     /// while queued.
     Done,
 }
@@ -269,14 +270,16 @@ fn claim(shared: &Shared, state: &mut State, task: &TaskPtr, now: Nanos) -> Clai
         state.completed += 1;
         shared.note_maybe_idle(state);
         return if header.try_cancel() {
+            state.count_cancelled(1);
             Claim::Cancel
         } else {
             Claim::Done
         };
     }
-    if let Some(due) = task.rearm(now) {
-        // An idle timer touched since it was armed: not a run, just a new
-        // deadline (it stays SCHEDULED, so it goes straight back).
+    if let Some(due) = task.rearm(&shared.clock, now) {
+        // An idle timer touched since it was armed, or a calendar task the
+        // wall clock says is not due: not a run, just a new deadline (it
+        // stays SCHEDULED, so it goes straight back).
         header.set_deadline(due);
         if state.push(task.clone(), 0) {
             state.leader.clear(); // this worker waits next: self-handoff
@@ -322,6 +325,11 @@ fn run_one(shared: &Shared, task: TaskPtr, now: Nanos) -> Finished {
         let watched = task.ref_count() > 1;
         task.run(&shared.clock, now, watched)
     };
+    #[cfg(feature = "metrics")]
+    shared.metrics.record_run(
+        info.lateness_nanos(),
+        shared.clock.now().saturating_sub(now),
+    );
     hooks.after(&info, ran.panic.as_ref().map(|p| p.message.as_str()));
     if let Some(caught) = ran.panic {
         shared.report_panic(header, caught);

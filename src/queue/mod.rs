@@ -182,6 +182,17 @@ impl WorkQueue {
         self.queued_deadline()
     }
 
+    /// The earliest deadline of a task still queued, the ready batch's
+    /// included (whose tasks come first): for the metrics' lag, where
+    /// [`peek_deadline`](Self::peek_deadline)'s 0 for a non-empty batch
+    /// would not do.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn oldest_deadline(&self) -> Option<Nanos> {
+        self.ready
+            .front_deadline()
+            .or_else(|| self.queued_deadline())
+    }
+
     /// The first deadline in the heap and the lane.
     fn queued_deadline(&self) -> Option<Nanos> {
         self.front().map(|e| e.deadline)

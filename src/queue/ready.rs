@@ -204,6 +204,13 @@ impl Ready {
         active + inner.running - inner.lock_runs_ended
     }
 
+    /// The deadline of the first task here, if any (the oldest: the batch
+    /// is in queue order).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn front_deadline(&self) -> Option<crate::base::clock::Nanos> {
+        self.inner.lock().items.front().map(|e| e.deadline)
+    }
+
     // ----- under the pool lock (through the work queue) -----
 
     /// Appends `entries` (due, in queue order, marked `Location::Ready` or,

@@ -67,10 +67,11 @@ impl<T> Completion<T> {
         true
     }
 
-    /// The panic message, if the task completed with a panic.
+    /// The failure's message, if the task completed with a panic or an
+    /// `Err` failure.
     pub(crate) fn panic_message(&self) -> Option<String> {
         match &*self.outcome.lock() {
-            Outcome::Ready(Err(TaskError::Panicked(message))) => Some(message.clone()),
+            Outcome::Ready(Err(e)) => e.failure_message().map(str::to_owned),
             _ => None,
         }
     }

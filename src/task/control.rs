@@ -1,9 +1,18 @@
-//! CONTROL
+//! A periodic task's controls: its cadence (a period, or a calendar
+//! [`Plan`]), options, grid point and counters, and the next-run arithmetic.
+//!
+//! # Invariants
+//!
+//! - A fixed-rate or fixed-delay task has a period and no plan; a calendar
+//!   task has a plan and a period of zero, never read.
+//! - For a calendar task, jitter is added to the wall-clock target by the
+//!   plan, so [`Control::schedule_at`] adds none of its own.
 
-use crate::base::clock::{delay_nanos, Nanos};
+use crate::base::clock::{delay_nanos, Clock, Nanos};
 use crate::base::sync::{AtomicU64, Mutex, Ordering};
+use crate::task::calendar::{Plan, Resumed};
 use crate::task::kind::Kind;
-use crate::task::policy::{MissedTicks, OnPanic, Options};
+use crate::task::policy::{MissedTicks, OnFailure, Options};
 
 /// The non-generic state of a periodic task.
 pub(crate) struct Control {
@@ -19,6 +28,8 @@ pub(crate) struct Control {
     pub(super) consecutive_failures: AtomicU64,
     pub(super) last_failure: Mutex<Option<String>>,
     pub(super) rng: AtomicU64,
+    /// A calendar task's schedule and pending fire.
+    plan: Option<Box<Plan>>,
 }
 
 impl Control {
@@ -33,6 +44,29 @@ impl Control {
             consecutive_failures: AtomicU64::new(0),
             last_failure: Mutex::new(None),
             rng: AtomicU64::new((seq ^ nominal).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
+            plan: None,
+        }
+    }
+
+    /// The controls of a calendar task; [`Plan::first`] then plans its
+    /// first run.
+    pub(crate) fn calendar(options: Options, plan: Plan, now: Nanos, seq: u64) -> Self {
+        Control {
+            plan: Some(Box::new(plan)),
+            ..Control::new(0, options, now, seq)
+        }
+    }
+
+    /// A calendar task's plan.
+    pub(crate) fn plan(&self) -> Option<&Plan> {
+        self.plan.as_deref()
+    }
+
+    /// The next run starts at its deadline whatever the wall clock says (a
+    /// trigger); nothing to do for a fixed-rate or fixed-delay task.
+    pub(crate) fn release_wall(&self) {
+        if let Some(plan) = self.plan() {
+            plan.release();
         }
     }
 
@@ -65,9 +99,13 @@ impl Control {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D) % self.options.jitter
     }
 
-    /// Sets the next grid point and returns the deadline (with jitter).
+    /// Sets the next grid point and returns the deadline (with jitter; a
+    /// calendar task's plan added it already).
     pub(super) fn schedule_at(&self, nominal: Nanos) -> Nanos {
         self.nominal.store(nominal, Ordering::Release);
+        if self.plan.is_some() {
+            return nominal;
+        }
         nominal.saturating_add(self.jitter())
     }
 
@@ -96,7 +134,13 @@ impl Control {
     /// Where a resumed task's next run goes: missed runs are not replayed.
     /// Fixed rate: the next grid point at or after now. Fixed delay: now,
     /// whatever its old next run was; the delay then counts from that run.
-    pub(crate) fn resume_at(&self, kind: Kind, now: Nanos) -> Nanos {
+    /// Calendar: `calendar`, the schedule's answer asked before the pool
+    /// lock (see [`Plan::resume`]).
+    pub(crate) fn resume_at(&self, kind: Kind, calendar: Option<Resumed>, now: Nanos) -> Nanos {
+        if let (Some(plan), Some(resumed)) = (self.plan(), calendar) {
+            let deadline = plan.resume(resumed, now, self.jitter());
+            return self.schedule_at(deadline);
+        }
         let nominal = self.nominal.load(Ordering::Acquire);
         let period = self.period();
         let next = match kind {
@@ -108,6 +152,22 @@ impl Control {
             _ => now,
         };
         self.schedule_at(next)
+    }
+
+    /// The next run after one that started at `started` and ended at
+    /// `now`: a calendar task's next fire ([`Plan::next`]; `None` when it
+    /// has none left), else [`next_nominal`](Self::next_nominal).
+    pub(super) fn next_run(
+        &self,
+        kind: Kind,
+        clock: &Clock,
+        started: Nanos,
+        now: impl Fn() -> Nanos,
+    ) -> Option<Nanos> {
+        match self.plan() {
+            Some(plan) => plan.next(clock.wall_now(), now(), self.jitter()),
+            None => Some(self.next_nominal(kind, started, now)),
+        }
     }
 
     /// The next grid point after a run that started at `started` and ended
@@ -142,7 +202,7 @@ impl Control {
     }
 
     pub(super) fn backoff(&self, now: Nanos) -> Option<Nanos> {
-        let OnPanic::Backoff { initial, max } = self.options.on_panic else {
+        let OnFailure::Backoff { initial, max } = self.options.on_failure else {
             return None;
         };
         let n = self
@@ -151,6 +211,8 @@ impl Control {
             .clamp(1, 63)
             - 1;
         let delay = initial.checked_mul(1 << n.min(31)).unwrap_or(max).min(max);
+        // A calendar task's retry is monotonic time, not a fire.
+        self.release_wall();
         Some(now.saturating_add(delay_nanos(delay)))
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! - The header is the first field of every task (`repr(C)`), 32 bytes:
 //!   the reference count, the queue location, the type-erasure cast, one word
-//!   for `seq << 10 | kind << 8 | state`, and the deadline. `seq` and `kind`
+//!   for `seq << 11 | kind << 8 | state`, and the deadline. `seq` and `kind`
 //!   never change; every state transition is a compare-and-swap of the
 //!   whole word that keeps them.
 //! - The state byte holds a base state and, while `RUNNING`, request flags:
@@ -79,7 +79,7 @@ pub(crate) struct Header {
     /// The task's type, erased: turns a pointer to this header into one to
     /// the whole task (the thin pointer's vtable). Set by `TaskPtr::new`.
     job: JobOf,
-    /// `seq << 10 | kind << 8 | state`: submission order (the FIFO
+    /// `seq << 11 | kind << 8 | state`: submission order (the FIFO
     /// tie-break, and the task's id), what kind of task it is, and the
     /// state byte. One word, because every byte here is paid per pending
     /// task; `seq` and `kind` never change.
@@ -100,9 +100,10 @@ fn unset_job(_: std::ptr::NonNull<Header>) -> std::ptr::NonNull<dyn Job> {
     unreachable!("a task's header is used through a TaskPtr only")
 }
 
-/// Bits of the header's word below the sequence number.
-const SEQ_SHIFT: u32 = 10;
-/// Sequence numbers wrap at 2^54: at ten million tasks a second, after 57
+/// Bits of the header's word below the sequence number: the state byte and
+/// three bits of kind.
+const SEQ_SHIFT: u32 = 11;
+/// Sequence numbers wrap at 2^53: at ten million tasks a second, after 28
 /// years.
 const SEQ_MASK: u64 = (1 << (64 - SEQ_SHIFT)) - 1;
 const STATE_MASK: u64 = 0xFF;
@@ -335,10 +336,13 @@ impl Header {
     }
 }
 
-/// A panic caught in a run.
+/// A failed run: a panic caught in it, or an `Err` its body returned.
 pub(crate) struct Caught {
     pub(crate) message: String,
+    /// The panic payload; for an `Err`, its text as a `String`.
     pub(crate) payload: Box<dyn Any + Send>,
+    /// A panic, not an `Err`.
+    pub(crate) panicked: bool,
 }
 
 impl Caught {
@@ -346,6 +350,37 @@ impl Caught {
         Caught {
             message: panic_message(&*payload),
             payload,
+            panicked: true,
+        }
+    }
+
+    /// A run whose body returned `Err` with this text.
+    #[cold]
+    pub(crate) fn failed(message: String) -> Self {
+        Caught {
+            payload: Box::new(message.clone()),
+            message,
+            panicked: false,
+        }
+    }
+
+    /// The error a handle completes with for this failure. A string
+    /// payload is copied (the handler keeps the original); another type
+    /// stays here, for the failure handler, and the handle's is the message.
+    pub(crate) fn task_error(&self) -> crate::base::error::TaskError {
+        if self.panicked {
+            let payload: Box<dyn Any + Send> =
+                if let Some(s) = self.payload.downcast_ref::<&'static str>() {
+                    Box::new(*s)
+                } else {
+                    Box::new(self.message.clone())
+                };
+            crate::base::error::TaskError::Panicked(crate::base::error::Panic::new(
+                self.message.clone(),
+                payload,
+            ))
+        } else {
+            crate::base::error::TaskError::Failed(self.message.clone())
         }
     }
 }
@@ -355,7 +390,8 @@ pub(crate) struct Ran {
     /// The task runs again: it is still `RUNNING`, and the worker calls
     /// [`Job::end_run`] and requeues it under the pool lock.
     pub(crate) again: bool,
-    /// The body panicked (whether or not the task goes on).
+    /// The run failed: panicked or returned `Err` (whether or not the
+    /// task goes on).
     pub(crate) panic: Option<Caught>,
 }
 
@@ -391,9 +427,12 @@ pub(crate) trait Job: Send + Sync + 'static {
     fn end_run(&self, _now: Nanos) -> EndOfRun {
         self.header().end_run(|_| {})
     }
-    /// For an idle timer touched since it was armed: its new deadline, to
-    /// requeue it without running it. `None`: run it now.
-    fn rearm(&self, _now: Nanos) -> Option<Nanos> {
+    /// Asked under the pool lock when the task is popped to run: a new
+    /// deadline, to requeue it without running it, or `None`: run it now.
+    /// An idle timer touched since it was armed, or a calendar task whose
+    /// wall-clock time has not come (the wall clock is read from `clock`),
+    /// is requeued.
+    fn rearm(&self, _clock: &Clock, _now: Nanos) -> Option<Nanos> {
         None
     }
     /// Puts the result cell, created if nobody needed it yet, into `out`:

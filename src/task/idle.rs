@@ -52,7 +52,7 @@ where
         give_cell(out, || self.once.cell());
     }
 
-    fn rearm(&self, now: Nanos) -> Option<Nanos> {
+    fn rearm(&self, _clock: &Clock, now: Nanos) -> Option<Nanos> {
         let mut activity = self.activity.lock();
         if activity.fired {
             return None;

@@ -1,5 +1,6 @@
-//! What kind of task a task is: one shot, fixed rate, fixed delay, or an
-//! idle timer. Fixed for the task's life, and stored in its header's word.
+//! What kind of task a task is: one shot, fixed rate, fixed delay, an idle
+//! timer, or a calendar task. Fixed for the task's life, and stored in three
+//! bits of its header's word.
 
 /// What kind of task this is (the `kind` field of the `task` span).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -8,6 +9,9 @@ pub(crate) enum Kind {
     FixedRate,
     FixedDelay,
     Idle,
+    /// Runs at the fire times of a [`Schedule`](crate::calendar::Schedule),
+    /// read off the wall clock.
+    Calendar,
 }
 
 impl Kind {
@@ -17,11 +21,12 @@ impl Kind {
             Kind::FixedRate => "fixed_rate",
             Kind::FixedDelay => "fixed_delay",
             Kind::Idle => "idle",
+            Kind::Calendar => "calendar",
         }
     }
 
     pub(crate) fn is_periodic(self) -> bool {
-        matches!(self, Kind::FixedRate | Kind::FixedDelay)
+        matches!(self, Kind::FixedRate | Kind::FixedDelay | Kind::Calendar)
     }
 }
 
@@ -32,14 +37,16 @@ impl Kind {
             Kind::FixedRate => 1,
             Kind::FixedDelay => 2,
             Kind::Idle => 3,
+            Kind::Calendar => 4,
         }
     }
     pub(super) fn from_bits(bits: u64) -> Kind {
-        match bits & 3 {
+        match bits & 7 {
             0 => Kind::Once,
             1 => Kind::FixedRate,
             2 => Kind::FixedDelay,
-            _ => Kind::Idle,
+            3 => Kind::Idle,
+            _ => Kind::Calendar,
         }
     }
 }

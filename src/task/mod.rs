@@ -3,11 +3,13 @@
 //! shot, periodic with its policies and controls, idle timer).
 //!
 //! Layers inside, each using only those before it: `policy` (the public
-//! periodic policies) and `kind`, `control` (a periodic task's controls and next-run
+//! periodic policies) and `kind`, `calendar` (a calendar task's plan: its
+//! schedule and wall-clock fire), `control` (a periodic task's controls and next-run
 //! arithmetic), `header` (the header, its state word and the `Job` trait),
 //! `completion` (the result cell), `ptr` (the pointer), then the bodies
 //! `once`, `periodic` and `idle`.
 
+pub(crate) mod calendar;
 pub(crate) mod completion;
 pub(crate) mod control;
 pub(crate) mod header;

@@ -32,6 +32,7 @@ use crate::base::sync::{AtomicPtr, Ordering, UnsafeCell};
 use crate::task::completion::give_cell;
 use crate::task::completion::Completion;
 use crate::task::header::{Caught, Header, Job, Ran};
+use crate::task::policy::RunResult;
 
 /// A one-shot body, owned by whoever claims it through the header.
 pub(super) struct Body<F>(UnsafeCell<ManuallyDrop<F>>);
@@ -208,7 +209,7 @@ where
             Err(payload) => {
                 let caught = Caught::new(payload);
                 if self.header.finish() {
-                    self.complete(Err(TaskError::Panicked(caught.message.clone())), watched);
+                    self.complete(Err(caught.task_error()), watched);
                 }
                 Ran {
                     again: false,
@@ -261,15 +262,16 @@ where
 }
 
 /// A fire-and-forget task (`execute`): no handle can ever wait for it, so
-/// it has no completion cell. A panic is reported like any other (hooks,
-/// panic handler); the result, `()`, goes nowhere.
+/// it has no completion cell. A panic, or an `Err` its body returns, is
+/// reported like any other failure (hooks, failure handler); an `Ok(())`
+/// or `()` goes nowhere.
 #[repr(C)]
 pub(crate) struct ExecTask<F> {
     header: Header,
     body: Body<F>,
 }
 
-impl<F: FnOnce() + Send + 'static> ExecTask<F> {
+impl<F> ExecTask<F> {
     pub(crate) fn new(header: Header, body: F) -> Self {
         ExecTask {
             header,
@@ -284,7 +286,11 @@ impl<F> Drop for ExecTask<F> {
     }
 }
 
-impl<F: FnOnce() + Send + 'static> Job for ExecTask<F> {
+impl<F, R> Job for ExecTask<F>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: RunResult,
+{
     fn header(&self) -> &Header {
         &self.header
     }
@@ -295,7 +301,11 @@ impl<F: FnOnce() + Send + 'static> Job for ExecTask<F> {
         let Some(body) = self.body.claim(&self.header) else {
             return Ran::DONE;
         };
-        let panic = catch_unwind(AssertUnwindSafe(body)).err().map(Caught::new);
+        let panic = match catch_unwind(AssertUnwindSafe(|| body().into_failure())) {
+            Ok(None) => None,
+            Ok(Some(text)) => Some(Caught::failed(text)),
+            Err(payload) => Some(Caught::new(payload)),
+        };
         self.header.finish();
         Ran {
             again: false,

@@ -1,5 +1,7 @@
 //! A periodic task's body and its next-run arithmetic: [`Control`] (the
-//! period, options, grid point and counters) and [`PeriodicTask`].
+//! period or calendar plan, options, grid point and counters) and
+//! [`PeriodicTask`], which runs fixed-rate, fixed-delay and calendar tasks
+//! alike.
 //!
 //! # Invariants
 //!
@@ -13,8 +15,12 @@
 //!   run (`pending`) in [`Job::end_run`] under the pool lock, right before
 //!   the push.
 //! - A run that ends the task (limit reached, `Next::Stop`, `until` passed,
-//!   a panic under [`OnPanic::Stop`]) completes the handle with `Ok(())` or
-//!   the panic; never both.
+//!   a calendar schedule with no fire left, a failure (panic or `Err`)
+//!   under [`OnFailure::Stop`]) completes the handle with `Ok(())` or the
+//!   failure; never both.
+//! - A calendar task is popped only to run when the wall clock has reached
+//!   its target ([`Job::rearm`] asks its plan); a trigger releases that
+//!   condition.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -22,11 +28,12 @@ use std::sync::Arc;
 use crate::base::clock::{after, Clock, Nanos};
 use crate::base::error::{drop_quietly, TaskError};
 use crate::base::sync::{Mutex, Ordering};
+use crate::task::calendar::Check;
 use crate::task::completion::give_cell;
 use crate::task::completion::Completion;
 use crate::task::control::Control;
 use crate::task::header::{Caught, EndOfRun, Header, Job, Ran};
-use crate::task::policy::{Next, OnPanic, RunOutcome};
+use crate::task::policy::{Next, OnFailure, RunOutcome};
 
 /// A fixed-rate or fixed-delay task.
 #[repr(C)]
@@ -80,9 +87,22 @@ where
         let Some(mut body) = body else {
             return Ran::DONE;
         };
+        if c.plan().is_some_and(|plan| plan.take_exhausted()) {
+            // Resumed with no fire left: it ends here, unrun.
+            drop_quietly(body);
+            if self.header.finish() {
+                self.completion.complete(Ok(()));
+            }
+            return Ran::DONE;
+        }
         // `into_next` is user code too (`RunOutcome` is a public trait): it
-        // runs inside the same catch, and its panic counts as the run's.
-        let result = catch_unwind(AssertUnwindSafe(|| body().into_next()));
+        // runs inside the same catch, and its panic counts as the run's; an `Err` it gives is a
+        // failed run, as a panic is.
+        let result = match catch_unwind(AssertUnwindSafe(|| body().into_next())) {
+            Ok(Ok(next)) => Ok(next),
+            Ok(Err(text)) => Err(Caught::failed(text)),
+            Err(payload) => Err(Caught::new(payload)),
+        };
         // The end of the run, read only when a policy needs it (fixed rate
         // with Burst, the default, never does).
         let ended = std::cell::OnceCell::new();
@@ -92,28 +112,27 @@ where
             Ok(next) => {
                 c.consecutive_failures.store(0, Ordering::Release);
                 match next {
-                    Next::Continue => {
-                        (Some(c.next_nominal(self.header.kind(), started, now)), None)
+                    Next::Continue => (c.next_run(self.header.kind(), clock, started, now), None),
+                    Next::After(delay) => {
+                        c.release_wall();
+                        (Some(after(now(), delay)), None)
                     }
-                    Next::After(delay) => (Some(after(now(), delay)), None),
                     Next::Stop => (None, None),
                 }
             }
-            Err(payload) => {
-                let caught = Caught::new(payload);
+            Err(caught) => {
                 c.failures.fetch_add(1, Ordering::AcqRel);
                 c.consecutive_failures.fetch_add(1, Ordering::AcqRel);
                 *c.last_failure.lock() = Some(caught.message.clone());
-                let next = match c.options.on_panic {
-                    OnPanic::Stop => None,
-                    OnPanic::Continue => Some(c.next_nominal(self.header.kind(), started, now)),
-                    OnPanic::Backoff { .. } => c.backoff(now()),
+                let next = match c.options.on_failure {
+                    OnFailure::Stop => None,
+                    OnFailure::Continue => c.next_run(self.header.kind(), clock, started, now),
+                    OnFailure::Backoff { .. } => c.backoff(now()),
                 };
-                if next.is_none() {
+                if next.is_none() && matches!(c.options.on_failure, OnFailure::Stop) {
                     drop_quietly(body);
                     if self.header.finish() {
-                        self.completion
-                            .complete(Err(TaskError::Panicked(caught.message.clone())));
+                        self.completion.complete(Err(caught.task_error()));
                     }
                     return Ran {
                         again: false,
@@ -150,6 +169,9 @@ where
         let next = c.pending.load(Ordering::Acquire);
         let end = self.header.end_run(|triggered| {
             let deadline = c.schedule_at(next);
+            if triggered {
+                c.release_wall();
+            }
             self.header
                 .set_deadline(if triggered { now } else { deadline });
         });
@@ -159,6 +181,21 @@ where
             c.nominal.store(next, Ordering::Release);
         }
         end
+    }
+
+    fn rearm(&self, clock: &Clock, now: Nanos) -> Option<Nanos> {
+        let plan = self.control.plan()?;
+        match plan.check(clock.wall_now(), now) {
+            Check::Wait(due) => Some(due),
+            Check::Run(due) => {
+                if let Some(due) = due {
+                    // Out of the queue, under the pool lock: the run's
+                    // lateness is its lateness by the wall clock.
+                    self.header.set_deadline(due);
+                }
+                None
+            }
+        }
     }
 
     fn cancelled(&self) {

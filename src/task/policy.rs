@@ -17,32 +17,96 @@ pub enum MissedTicks {
     Delay,
 }
 
-/// What a periodic task does when a run panics. Whatever the policy, the
-/// panic reaches the handle ([`ScheduledHandle::failure_count`](crate::ScheduledHandle::failure_count),
-/// [`ScheduledHandle::last_failure`](crate::ScheduledHandle::last_failure)), the pool's panic handler, an `ERROR`
-/// event and the pool's failure counter.
+/// What a periodic task does when a run fails: it panicked, or its body
+/// returned `Err`. Whatever the policy, the failure reaches the handle
+/// ([`ScheduledHandle::failure_count`](crate::ScheduledHandle::failure_count),
+/// [`ScheduledHandle::last_failure`](crate::ScheduledHandle::last_failure)), the pool's failure handler
+/// ([`Builder::failure_handler`](crate::Builder::failure_handler)), an `ERROR`
+/// event and the pool's failure counter ([`PoolStats::failed`](crate::PoolStats::failed)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnPanic {
-    /// Run no more; the handle completes with the panic (Java's behaviour,
-    /// the default).
+pub enum OnFailure {
+    /// Run no more; the handle completes with the failure
+    /// ([`TaskError::Panicked`](crate::TaskError::Panicked) or
+    /// [`TaskError::Failed`](crate::TaskError::Failed)). Java's behaviour, the default.
     #[default]
     Stop,
     /// Keep the schedule as if the run had succeeded.
     Continue,
-    /// Retry after `initial`, doubling after each consecutive panic up to
+    /// Retry after `initial`, doubling after each consecutive failure up to
     /// `max`; the first successful run returns to the normal schedule.
     Backoff {
-        /// The delay after the first panic.
+        /// The delay after the first failure.
         initial: Duration,
         /// The longest delay.
         max: Duration,
     },
 }
 
+/// The old name of [`OnFailure`], from when only a panic was a failure.
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `OnFailure`: an `Err` returned by a body is a failure too"
+)]
+pub type OnPanic = OnFailure;
+
+/// What a plain periodic body returns ([`Periodic::start`](crate::Periodic::start),
+/// [`schedule_at_fixed_rate`](crate::ScheduledThreadPool::schedule_at_fixed_rate),
+/// [`schedule_with_fixed_delay`](crate::ScheduledThreadPool::schedule_with_fixed_delay),
+/// [`execute`](crate::ScheduledThreadPool::execute)): `()`, or
+/// `Result<(), E>` with `E: Display`, whose `Err` is a failed run, seen
+/// exactly as a panic is (the task's [`OnFailure`] policy, the handle's
+/// `failure_count` and `last_failure`, the failure handler, the `ERROR`
+/// event, [`PoolStats::failed`](crate::PoolStats::failed)), with the error's
+/// `Display` text as its message. Any `E: Display` works: your error enums,
+/// `std::io::Error`, `Box<dyn Error>`, `anyhow::Error`, `String`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::{OnFailure, ScheduledThreadPool};
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// let h = pool
+///     .at_fixed_rate(Duration::from_millis(1))
+///     .on_failure(OnFailure::Continue)
+///     .max_runs(2)
+///     .start(|| -> Result<(), std::io::Error> {
+///         Err(std::io::Error::other("health check: connection refused"))
+///     })?;
+/// assert_eq!(h.join(), Ok(()), "Continue: the run limit ends it normally");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a periodic or `execute` body returns `()` or `Result<(), E>` with `E: Display`, not `{Self}`",
+    label = "this body returns `{Self}`",
+    note = "to report a failure, return `Err(e)`; to steer the next run, use `start_dynamic` / `schedule_dynamic`"
+)]
+pub trait RunResult {
+    /// `None` for a run that succeeded; the failure's text otherwise.
+    fn into_failure(self) -> Option<String>;
+}
+
+impl RunResult for () {
+    #[inline]
+    fn into_failure(self) -> Option<String> {
+        None
+    }
+}
+
+impl<E: std::fmt::Display> RunResult for Result<(), E> {
+    #[inline]
+    fn into_failure(self) -> Option<String> {
+        self.err().map(|e| e.to_string())
+    }
+}
+
 /// What a periodic task's body asks for next, with
 /// [`Periodic::start_dynamic`](crate::Periodic::start_dynamic). A body may return `()` (always
 /// [`Next::Continue`]), `Option<Duration>` (`Some(d)` is [`Next::After`],
-/// `None` is [`Next::Stop`]), or `Next` itself.
+/// `None` is [`Next::Stop`]), `Next` itself, or any of these in a
+/// `Result<_, E>` with `E: Display`, whose `Err` is a failed run (see
+/// [`RunResult`] and [`OnFailure`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
     /// Follow the schedule.
@@ -55,26 +119,44 @@ pub enum Next {
 
 /// A steering body's return value: see [`Next`] and
 /// [`Periodic::start_dynamic`](crate::Periodic::start_dynamic).
+#[diagnostic::on_unimplemented(
+    message = "a steering body returns `()`, `Option<Duration>`, `Next`, or one of them in a `Result<_, E>` with `E: Display`, not `{Self}`",
+    label = "this body returns `{Self}`"
+)]
 pub trait RunOutcome {
-    /// What the task does next.
-    fn into_next(self) -> Next;
+    /// What the task does next; `Err(text)` for a failed run (the text is
+    /// its message, as a panic's).
+    fn into_next(self) -> Result<Next, String>;
 }
 
 impl RunOutcome for () {
-    fn into_next(self) -> Next {
-        Next::Continue
+    #[inline]
+    fn into_next(self) -> Result<Next, String> {
+        Ok(Next::Continue)
     }
 }
 
 impl RunOutcome for Option<Duration> {
-    fn into_next(self) -> Next {
-        self.map_or(Next::Stop, Next::After)
+    #[inline]
+    fn into_next(self) -> Result<Next, String> {
+        Ok(self.map_or(Next::Stop, Next::After))
     }
 }
 
 impl RunOutcome for Next {
-    fn into_next(self) -> Next {
-        self
+    #[inline]
+    fn into_next(self) -> Result<Next, String> {
+        Ok(self)
+    }
+}
+
+impl<R: RunOutcome, E: std::fmt::Display> RunOutcome for Result<R, E> {
+    #[inline]
+    fn into_next(self) -> Result<Next, String> {
+        match self {
+            Ok(next) => next.into_next(),
+            Err(e) => Err(e.to_string()),
+        }
     }
 }
 
@@ -82,7 +164,7 @@ impl RunOutcome for Next {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Options {
     pub(crate) missed: MissedTicks,
-    pub(crate) on_panic: OnPanic,
+    pub(crate) on_failure: OnFailure,
     pub(crate) max_runs: Option<u64>,
     pub(crate) until: Option<Nanos>,
     pub(crate) jitter: Nanos,

@@ -1,20 +1,22 @@
 //! `Probed<B>`: a `DurableBackend` that delegates to `B` and lets a test see
-//! and steer the calls: it counts claims, can run a hook right after the next
-//! claim returns (before the taker sees the reply), and can add delays before
-//! a claim or a nack and after a counts read (a call or reply in flight).
+//! and steer the calls: it counts claims and acks (and records the ids of
+//! each `ack_many` batch), can run a hook right after the next claim returns
+//! (before the taker sees the reply), can add delays before a claim, an ack
+//! or a nack and after a counts read (a call or reply in flight), and can
+//! make acks fail as an unreachable store's would.
 //! Shared by the durable test files, so each does not carry its own copy of
 //! the delegation.
 
 #![allow(dead_code)]
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use schedpool::durable::{
-    Cancelled, ClaimBatch, Counts, DurableBackend, DurableError, Nack, Put, PutMode, QueueOptions,
-    Repeat, When,
+    Buried, Cancelled, ClaimBatch, Counts, DurableBackend, DurableError, Nack, Put, PutMode,
+    QueueOptions, Repeat, Stored, When,
 };
 
 pub type Hook = Box<dyn FnOnce() + Send>;
@@ -23,8 +25,12 @@ pub type Hook = Box<dyn FnOnce() + Send>;
 #[derive(Clone, Default)]
 pub struct Probe {
     claims: Arc<AtomicUsize>,
+    acks: Arc<AtomicUsize>,
+    ack_batches: Arc<Mutex<Vec<Vec<String>>>>,
+    fail_acks: Arc<AtomicBool>,
     after_claim: Arc<Mutex<Option<Hook>>>,
     claim_before_ms: Arc<AtomicU64>,
+    ack_before_ms: Arc<AtomicU64>,
     nack_before_ms: Arc<AtomicU64>,
     counts_after_ms: Arc<AtomicU64>,
 }
@@ -33,6 +39,16 @@ impl Probe {
     /// Claim calls so far.
     pub fn claims(&self) -> usize {
         self.claims.load(Ordering::SeqCst)
+    }
+
+    /// Single `ack` calls so far.
+    pub fn acks(&self) -> usize {
+        self.acks.load(Ordering::SeqCst)
+    }
+
+    /// The ids of each `ack_many` call so far, in call order.
+    pub fn ack_batches(&self) -> Vec<Vec<String>> {
+        self.ack_batches.lock().unwrap().clone()
     }
 
     /// Runs `hook` once, right after the next claim returns.
@@ -62,7 +78,20 @@ impl<B> Probed<B> {
         self
     }
 
-    /// Sleeps `ms` before each nack runs.
+    /// Sleeps `ms` before each ack or `ack_many` runs.
+    pub fn ack_delay(self, ms: u64) -> Self {
+        self.probe.ack_before_ms.store(ms, Ordering::SeqCst);
+        self
+    }
+
+    /// Makes every ack and `ack_many` fail with `Unavailable` (without
+    /// reaching the store) from now on.
+    pub fn failing_acks(self) -> Self {
+        self.probe.fail_acks.store(true, Ordering::SeqCst);
+        self
+    }
+
+    /// Sleeps `ms` before each nack (or bury) runs.
     pub fn nack_delay(self, ms: u64) -> Self {
         self.probe.nack_before_ms.store(ms, Ordering::SeqCst);
         self
@@ -72,6 +101,15 @@ impl<B> Probed<B> {
     pub fn counts_delay(self, ms: u64) -> Self {
         self.probe.counts_after_ms.store(ms, Ordering::SeqCst);
         self
+    }
+}
+
+impl Probe {
+    fn check_acks(&self) -> Result<(), DurableError> {
+        if self.fail_acks.load(Ordering::SeqCst) {
+            return Err(DurableError::Unavailable("acks fail (Probed)".into()));
+        }
+        Ok(())
     }
 }
 
@@ -114,7 +152,17 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         self.inner.extend(leases, lease)
     }
     fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError> {
+        self.probe.acks.fetch_add(1, Ordering::SeqCst);
+        nap(&self.probe.ack_before_ms);
+        self.probe.check_acks()?;
         self.inner.ack(id, token)
+    }
+    fn ack_many(&self, acks: &[(&str, u64)]) -> Result<Vec<bool>, DurableError> {
+        let ids = acks.iter().map(|a| a.0.to_string()).collect();
+        self.probe.ack_batches.lock().unwrap().push(ids);
+        nap(&self.probe.ack_before_ms);
+        self.probe.check_acks()?;
+        self.inner.ack_many(acks)
     }
     fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError> {
         nap(&self.probe.nack_before_ms);
@@ -145,11 +193,24 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
     fn peek_deadline_ms(&self) -> Result<Option<u64>, DurableError> {
         self.inner.peek_deadline_ms()
     }
+    fn get(&self, id: &str) -> Result<Option<Stored>, DurableError> {
+        self.inner.get(id)
+    }
     fn server_time_ms(&self) -> Result<u64, DurableError> {
         self.inner.server_time_ms()
     }
-    fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError> {
+    fn dead_letters(&self, max: usize) -> Result<Vec<Buried>, DurableError> {
         self.inner.dead_letters(max)
+    }
+    fn bury(&self, id: &str, token: u64, error: Option<&str>) -> Result<bool, DurableError> {
+        nap(&self.probe.nack_before_ms);
+        self.inner.bury(id, token, error)
+    }
+    fn requeue(&self, id: &str) -> Result<bool, DurableError> {
+        self.inner.requeue(id)
+    }
+    fn purge(&self, id: &str) -> Result<bool, DurableError> {
+        self.inner.purge(id)
     }
 }
 

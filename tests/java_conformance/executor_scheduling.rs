@@ -149,7 +149,8 @@ fn a3_fifo_equal_deadlines() {
             );
         } else {
             p.schedule(move || o.lock().unwrap().push(i), ms(5))
-                .unwrap();
+                .unwrap()
+                .detach();
         }
     }
     clock.advance(ms(5));
@@ -239,7 +240,8 @@ fn a4_execute_panic_worker_survives() {
             .thread_name("exec-panic")
             .build(),
     );
-    p.execute(|| panic!("{EXPECTED}: execute")).unwrap();
+    p.execute(|| -> () { panic!("{EXPECTED}: execute") })
+        .unwrap();
     let h = p
         .submit(|| thread::current().name().map(str::to_owned))
         .unwrap();
@@ -489,13 +491,16 @@ fn a3_fifo_due_and_delayed_merge() {
         let o = order.clone();
         move || o.lock().unwrap().push(name)
     };
-    p.schedule(push("x: delayed 5 ms"), ms(5)).unwrap();
+    p.schedule(push("x: delayed 5 ms"), ms(5)).unwrap().detach();
     p.execute(push("y: due at 0")).unwrap();
-    p.schedule(push("w: delayed 5 ms, later"), ms(5)).unwrap();
+    p.schedule(push("w: delayed 5 ms, later"), ms(5))
+        .unwrap()
+        .detach();
     clock.advance(ms(5));
     p.execute(push("z: due at 5 ms")).unwrap();
     p.schedule(push("v: delayed 0 at 5 ms"), Duration::ZERO)
-        .unwrap();
+        .unwrap()
+        .detach();
     gate.open();
     assert!(p.wait_idle(LONG));
     assert_eq!(

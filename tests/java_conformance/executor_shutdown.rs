@@ -459,10 +459,11 @@ fn a9_wait_idle_means_all_due_work_done() {
             },
             ms(1 + i % 3),
         )
-        .unwrap();
+        .unwrap()
+        .detach();
     }
     for i in 0..5u64 {
-        p.schedule(|| (), HOUR + ms(i)).unwrap();
+        p.schedule(|| (), HOUR + ms(i)).unwrap().detach();
     }
     clock.advance(ms(3));
     assert!(p.wait_idle(LONG));

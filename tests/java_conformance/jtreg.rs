@@ -378,7 +378,7 @@ fn jtreg_interrupt() {
     let q2 = q.clone();
     let taker = thread::spawn(move || tx.send(q2.take().map(DelayItem::into_inner)).unwrap());
     let q3 = q.clone();
-    p.schedule(move || q3.close(), ms(20)).unwrap();
+    p.schedule(move || q3.close(), ms(20)).unwrap().detach();
     let got = rx.recv_timeout(LONG);
     q.close(); // in case the assertion below fails: never leave the taker blocked
     assert_eq!(got, Ok(None));

@@ -216,7 +216,7 @@ impl Drop for PoolGuard {
     }
 }
 
-fn guard(built: std::io::Result<ScheduledThreadPool>) -> PoolGuard {
+fn guard(built: Result<ScheduledThreadPool, schedpool::BuildError>) -> PoolGuard {
     PoolGuard {
         pool: built.expect("building the pool failed"),
         releases: Vec::new(),

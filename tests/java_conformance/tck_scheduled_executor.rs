@@ -486,7 +486,7 @@ fn tck_schedule_with_fixed_delay_overflow() {
                 r.fetch_add(1, SeqCst);
                 dd.count_down();
                 let id = id.clone();
-                pc.submit(move || id.count_down()).unwrap();
+                pc.submit(move || id.count_down()).unwrap().detach();
             },
             Duration::ZERO,
             Duration::MAX,

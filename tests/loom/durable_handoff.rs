@@ -116,7 +116,16 @@ mod fake_backend {
         fn server_time_ms(&self) -> Result<u64, DurableError> {
             unused()
         }
-        fn dead_letters(&self, _: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError> {
+        fn dead_letters(&self, _: usize) -> Result<Vec<Buried>, DurableError> {
+            unused()
+        }
+        fn bury(&self, _: &str, _: u64, _: Option<&str>) -> Result<bool, DurableError> {
+            unused()
+        }
+        fn requeue(&self, _: &str) -> Result<bool, DurableError> {
+            unused()
+        }
+        fn purge(&self, _: &str) -> Result<bool, DurableError> {
             unused()
         }
     }

@@ -195,8 +195,26 @@ impl Postgres {
         Self::start_with(&[])
     }
 
+    /// Starts a fresh cluster with `ssl=on` and the given server
+    /// certificate and key (copied into the data dir as `server.crt` and
+    /// `server.key`, mode 0600, owned by the user that runs the server).
+    pub fn start_tls(cert: &Path, key: &Path) -> Postgres {
+        Self::start_inner(
+            &[
+                "ssl=on",
+                "ssl_cert_file=server.crt",
+                "ssl_key_file=server.key",
+            ],
+            &[(cert, "server.crt"), (key, "server.key")],
+        )
+    }
+
     /// Starts a fresh cluster with extra `-c name=value` settings.
     pub fn start_with(extra: &[&str]) -> Postgres {
+        Self::start_inner(extra, &[])
+    }
+
+    fn start_inner(extra: &[&str], files: &[(&Path, &str)]) -> Postgres {
         let template = template();
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("schedpool-pg-{}-{port}", std::process::id()));
@@ -209,6 +227,12 @@ impl Postgres {
             .status()
             .expect("run cp");
         assert!(status.success(), "copy the template cluster");
+        for (from, name) in files {
+            let to = dir.join("data").join(name);
+            std::fs::copy(from, &to).expect("copy a TLS file");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
         chown_tree(&dir);
         let mut pg = Postgres {
             port,

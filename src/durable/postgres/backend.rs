@@ -7,7 +7,8 @@
 //!   the listener runs `LISTEN`, and it is used by one waiter at a time
 //!   (the taker's local leader).
 //! - A wait never sleeps past `limit`, and wakes for a notification naming
-//!   this queue. A listener that was (re)connected reports a wake-up at
+//!   this queue, draining those already received with it (the claim after
+//!   it sees what they announced). A listener that was (re)connected reports a wake-up at
 //!   once, so the taker claims: notifications sent while it was away are
 //!   lost, and the claim finds what they announced (F1).
 //! - `unblock` cannot be lost: it sets `unblock_pending`, which a wait
@@ -22,12 +23,16 @@ use postgres::{Client, Config};
 
 use super::client::{PgClient, PostgresOptions};
 use super::error::map_err;
+use super::reply::{
+    bad_reply, cancel_reply, ms, one_bool_each, pair_arrays, put_reply, sql_ms, when_args,
+};
 use super::schema;
 use crate::base::sync::Mutex;
 use crate::durable::backend::{
-    ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,
-    PutMode, Repeat, When, MAX_MS,
+    ceil_ms, Buried, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack,
+    Put, PutMode, Repeat, Stored, StoredState, When,
 };
+use crate::durable::error::ErrorDetail;
 
 /// The most items one claim leases.
 const MAX_CLAIM: usize = 100;
@@ -61,12 +66,12 @@ const SLICE: Duration = Duration::from_millis(50);
 /// let pool = DurablePool::builder(backend)
 ///     .handler("close-order", |_order: &u64, _job| Ok(()))
 ///     .build()?;
-/// let mut db = postgres::Client::connect("host=127.0.0.1 user=app dbname=shop", postgres::NoTls)
-///     .map_err(|e| schedpool::durable::DurableError::Unavailable(e.to_string()))?;
-/// let mut tx = db.transaction().map_err(|e| schedpool::durable::DurableError::Unavailable(e.to_string()))?;
+/// // A postgres::Error converts (`?`), kept as the DurableError's source.
+/// let mut db = postgres::Client::connect("host=127.0.0.1 user=app dbname=shop", postgres::NoTls)?;
+/// let mut tx = db.transaction()?;
 /// // ... INSERT INTO orders ... in `tx` ...
 /// pool.schedule_in(&mut tx, "close-order", "order-42", &42u64, Duration::from_secs(30 * 60))?;
-/// tx.commit().map_err(|e| schedpool::durable::DurableError::Unavailable(e.to_string()))?;
+/// tx.commit()?;
 /// # Ok::<(), schedpool::durable::DurableError>(())
 /// ```
 pub struct PostgresBackend {
@@ -101,9 +106,9 @@ impl PostgresBackend {
         queue: &str,
         opts: PostgresOptions,
     ) -> Result<Self, DurableError> {
-        let config: Config = params
-            .parse()
-            .map_err(|e: postgres::Error| DurableError::Config(e.to_string()))?;
+        let config: Config = params.parse().map_err(|e: postgres::Error| {
+            DurableError::Config(ErrorDetail::with_source(e.to_string(), e))
+        })?;
         Self::from_config(config, queue, opts)
     }
 
@@ -124,13 +129,16 @@ impl PostgresBackend {
             ));
         }
         if opts.schema.is_empty() || opts.schema.len() > schema::MAX_SCHEMA_LEN {
-            return Err(DurableError::Config(format!(
-                "schema name {:?} must be 1 to {} bytes",
-                opts.schema,
-                schema::MAX_SCHEMA_LEN
-            )));
+            return Err(DurableError::Config(
+                format!(
+                    "schema name {:?} must be 1 to {} bytes",
+                    opts.schema,
+                    schema::MAX_SCHEMA_LEN
+                )
+                .into(),
+            ));
         }
-        let pg = PgClient::new(config, queue, opts);
+        let pg = PgClient::new(config, queue, opts)?;
         let mut first = pg.connect_raw()?;
         schema::migrate(&mut first, &pg.opts.schema, pg.opts.migrate)?;
         check_skew(&mut first, &pg)?;
@@ -165,7 +173,7 @@ impl PostgresBackend {
         let chan = schema::ident(&schema::channel(&self.pg.opts.schema));
         client
             .batch_execute(&format!("LISTEN {chan}"))
-            .map_err(|e| map_err(&e))?;
+            .map_err(map_err)?;
         *self.listener.lock() = Some(client);
         Ok(())
     }
@@ -194,6 +202,11 @@ impl PostgresBackend {
             match next {
                 Ok(Some(note)) => {
                     if note.payload() == self.pg.queue {
+                        // The claim that follows sees what every
+                        // notification already here announced (NOTIFY is
+                        // sent at commit): one wake-up for a burst, not one
+                        // (and a claim) each.
+                        let _ = client.notifications().iter().count();
                         return Ok(true);
                     }
                 }
@@ -206,7 +219,7 @@ impl PostgresBackend {
                 Ok(None) => {}
                 Err(e) => {
                     *slot = None;
-                    return Err(map_err(&e));
+                    return Err(map_err(e));
                 }
             }
         }
@@ -219,32 +232,17 @@ impl PostgresBackend {
     ) -> Result<bool, DurableError> {
         let (row, _) = self.pg.run(true, f)?;
         row.try_get::<_, Option<bool>>(0)
-            .map_err(|e| bad_reply(&e))
+            .map_err(bad_reply)
             .map(|b| b.unwrap_or(false))
     }
-}
-
-/// A reply of an unexpected shape (another version's schema, say).
-pub(super) fn bad_reply(err: &postgres::Error) -> DurableError {
-    DurableError::Format(format!("unexpected reply from the server: {err}"))
-}
-
-/// A stored ms value as `u64` (a negative one, from a foreign writer, is 0).
-pub(super) fn ms(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
-/// A `u64` ms value for SQL (clamped to the stored range).
-pub(super) fn sql_ms(v: u64) -> i64 {
-    v.min(MAX_MS) as i64
 }
 
 fn check_skew(client: &mut Client, pg: &PgClient) -> Result<(), DurableError> {
     let s = &pg.s;
     let row = client
         .query_one(&format!("SELECT {s}.now_ms()"), &[])
-        .map_err(|e| map_err(&e))?;
-    let server = ms(row.try_get(0).map_err(|e| bad_reply(&e))?);
+        .map_err(map_err)?;
+    let server = ms(row.try_get(0).map_err(bad_reply)?);
     let local = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -255,38 +253,6 @@ fn check_skew(client: &mut Client, pg: &PgClient) -> Result<(), DurableError> {
             "this machine's clock and the PostgreSQL server's differ; deadlines follow the server's");
     }
     Ok(())
-}
-
-/// The put arguments: (delay ms, at ms).
-pub(super) fn when_args(when: When) -> (Option<i64>, Option<i64>) {
-    match when {
-        When::After(d) => (Some(sql_ms(ceil_ms(d))), None),
-        When::AtServerMs(at) => (None, Some(sql_ms(at))),
-    }
-}
-
-/// Reads a put's reply row.
-pub(super) fn put_reply(row: &postgres::Row) -> Result<Put, DurableError> {
-    let result: i32 = row.try_get(0).map_err(|e| bad_reply(&e))?;
-    let deadline: Option<i64> = row.try_get(1).map_err(|e| bad_reply(&e))?;
-    let deadline_ms = deadline.map_or(0, ms);
-    Ok(match result {
-        0 => Put::Inserted { deadline_ms },
-        1 => Put::Replaced { deadline_ms },
-        _ => Put::Exists,
-    })
-}
-
-/// Reads a cancel's reply row.
-pub(super) fn cancel_reply(row: &postgres::Row) -> Result<Cancelled, DurableError> {
-    let state: Option<i16> = row.try_get(0).map_err(|e| bad_reply(&e))?;
-    let env: Option<Vec<u8>> = row.try_get(1).map_err(|e| bad_reply(&e))?;
-    Ok(match state {
-        Some(0) => Cancelled::Pending(env.unwrap_or_default()),
-        Some(1) => Cancelled::InFlight,
-        Some(2) => Cancelled::Dead(env.unwrap_or_default()),
-        _ => Cancelled::NotFound,
-    })
 }
 
 impl DurableBackend for PostgresBackend {
@@ -323,23 +289,22 @@ impl DurableBackend for PostgresBackend {
         })?;
         let mut batch = ClaimBatch::default();
         for row in rows {
-            let id: Option<String> = row.try_get(0).map_err(|e| bad_reply(&e))?;
-            let claimed: i64 = row.try_get(5).map_err(|e| bad_reply(&e))?;
+            let id: Option<String> = row.try_get(0).map_err(bad_reply)?;
+            let claimed: i64 = row.try_get(5).map_err(bad_reply)?;
             let Some(id) = id else {
-                let wait: Option<i64> = row.try_get(7).map_err(|e| bad_reply(&e))?;
+                let wait: Option<i64> = row.try_get(7).map_err(bad_reply)?;
                 batch.wait = wait.map(|w| Duration::from_millis(ms(w)));
                 continue;
             };
-            let get_i64 = |i: usize| row.try_get::<_, i64>(i).map_err(|e| bad_reply(&e));
+            let get_i64 = |i: usize| row.try_get::<_, i64>(i).map_err(bad_reply);
             batch.items.push(Claimed {
                 id,
                 token: ms(get_i64(1)?),
-                attempt: u32::try_from(row.try_get::<_, i32>(2).map_err(|e| bad_reply(&e))?)
-                    .unwrap_or(0),
+                attempt: u32::try_from(row.try_get::<_, i32>(2).map_err(bad_reply)?).unwrap_or(0),
                 deadline_ms: ms(get_i64(3)?),
                 due_ms: ms(get_i64(4)?),
                 claimed_ms: ms(claimed),
-                envelope: row.try_get(6).map_err(|e| bad_reply(&e))?,
+                envelope: row.try_get(6).map_err(bad_reply)?,
             });
         }
         // UPDATE ... RETURNING has no order: put them in due order.
@@ -353,32 +318,31 @@ impl DurableBackend for PostgresBackend {
         if leases.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<&str> = leases.iter().map(|l| l.0).collect();
-        let tokens: Vec<i64> = leases.iter().map(|l| sql_ms(l.1)).collect();
+        let (ids, tokens) = pair_arrays(leases);
         let lease_ms = sql_ms(ceil_ms(lease));
         let q = &self.pg.queue;
         let (rows, _) = self.pg.run(true, |c| {
             c.client.query(&c.st.extend, &[q, &ids, &tokens, &lease_ms])
         })?;
-        let held: Vec<bool> = rows
-            .iter()
-            .map(|r| r.try_get::<_, Option<bool>>(0).map(|b| b.unwrap_or(false)))
-            .collect::<Result<_, _>>()
-            .map_err(|e| bad_reply(&e))?;
-        if held.len() != leases.len() {
-            return Err(DurableError::Format(format!(
-                "extend answered {} of {} leases",
-                held.len(),
-                leases.len()
-            )));
-        }
-        Ok(held)
+        one_bool_each(&rows, leases.len(), "extend")
     }
 
     fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError> {
         let q = &self.pg.queue;
         let token = sql_ms(token);
         self.settle_bool(|c| c.client.query_one(&c.st.ack, &[q, &id, &token]))
+    }
+
+    fn ack_many(&self, acks: &[(&str, u64)]) -> Result<Vec<bool>, DurableError> {
+        if acks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (ids, tokens) = pair_arrays(acks);
+        let q = &self.pg.queue;
+        let (rows, _) = self.pg.run(true, |c| {
+            c.client.query(&c.st.ack_many, &[q, &ids, &tokens])
+        })?;
+        one_bool_each(&rows, acks.len(), "ack_many")
     }
 
     fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError> {
@@ -414,7 +378,7 @@ impl DurableBackend for PostgresBackend {
             c.client
                 .query_one(&c.st.reschedule, &[q, &id, &token, &rate, &period])
         })?;
-        let next: Option<i64> = row.try_get(0).map_err(|e| bad_reply(&e))?;
+        let next: Option<i64> = row.try_get(0).map_err(bad_reply)?;
         Ok(next.map(ms))
     }
 
@@ -429,7 +393,7 @@ impl DurableBackend for PostgresBackend {
             // the value) was lost: the outcome is unknown, not NotFound.
             return Err(DurableError::Unavailable(format!(
                 "cancel of {id:?}: the reply was lost and the item is gone; it may have been this cancel"
-            )));
+            ).into()));
         }
         Ok(found)
     }
@@ -452,8 +416,8 @@ impl DurableBackend for PostgresBackend {
         let (rows, _) = self.pg.run(true, |c| c.client.query(&c.st.counts, &[q]))?;
         let mut counts = Counts::default();
         for row in rows {
-            let state: i16 = row.try_get(0).map_err(|e| bad_reply(&e))?;
-            let n: i64 = row.try_get(1).map_err(|e| bad_reply(&e))?;
+            let state: i16 = row.try_get(0).map_err(bad_reply)?;
+            let n: i64 = row.try_get(1).map_err(bad_reply)?;
             let n = usize::try_from(n).unwrap_or(0);
             match state {
                 0 => counts.pending = n,
@@ -470,25 +434,49 @@ impl DurableBackend for PostgresBackend {
         let (row, _) = self
             .pg
             .run(true, |c| c.client.query_one(&c.st.peek, &[q]))?;
-        let at: Option<i64> = row.try_get(0).map_err(|e| bad_reply(&e))?;
+        let at: Option<i64> = row.try_get(0).map_err(bad_reply)?;
         Ok(at.map(ms))
+    }
+
+    fn get(&self, id: &str) -> Result<Option<Stored>, DurableError> {
+        let q = &self.pg.queue;
+        let (rows, _) = self
+            .pg
+            .run(true, |c| c.client.query(&c.st.get, &[q, &id]))?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let state: i16 = row.try_get(0).map_err(bad_reply)?;
+        Ok(Some(Stored {
+            envelope: row.try_get(2).map_err(bad_reply)?,
+            deadline_ms: ms(row.try_get(1).map_err(bad_reply)?),
+            state: match state {
+                0 => StoredState::Pending,
+                1 => StoredState::InFlight,
+                _ => StoredState::Dead,
+            },
+        }))
     }
 
     fn server_time_ms(&self) -> Result<u64, DurableError> {
         let (row, _) = self.pg.run(true, |c| c.client.query_one(&c.st.now, &[]))?;
-        Ok(ms(row.try_get(0).map_err(|e| bad_reply(&e))?))
+        Ok(ms(row.try_get(0).map_err(bad_reply)?))
     }
 
-    fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError> {
-        let q = &self.pg.queue;
-        let max = i64::try_from(max).unwrap_or(i64::MAX);
-        let (rows, _) = self
-            .pg
-            .run(true, |c| c.client.query(&c.st.dead, &[q, &max]))?;
-        rows.iter()
-            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-            .collect::<Result<_, postgres::Error>>()
-            .map_err(|e| bad_reply(&e))
+    fn dead_letters(&self, max: usize) -> Result<Vec<Buried>, DurableError> {
+        self.dead_rows(max)
+    }
+
+    fn bury(&self, id: &str, token: u64, error: Option<&str>) -> Result<bool, DurableError> {
+        self.bury_row(id, token, error)
+    }
+
+    fn requeue(&self, id: &str) -> Result<bool, DurableError> {
+        self.requeue_row(id)
+    }
+
+    fn purge(&self, id: &str) -> Result<bool, DurableError> {
+        self.purge_row(id)
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

@@ -17,10 +17,11 @@
 
 use std::time::{Duration, Instant};
 
-use postgres::{Client, Config, NoTls, Statement};
+use postgres::{Client, Config, Statement};
 
 use super::error::{classify, map_err, Kind};
 use super::schema;
+use super::tls::Connector;
 use crate::base::sync::Mutex;
 use crate::durable::backend::DurableError;
 
@@ -45,6 +46,14 @@ pub struct PostgresOptions {
     /// Warn at connect when this machine's clock and the server's differ by
     /// more than this (default 2 s). Skew never makes anything early.
     pub skew_warning: Duration,
+    /// PEM certificates the server's certificate must chain to, instead of
+    /// the system's roots (default none); setting one turns TLS on. Needs
+    /// feature `postgres-tls`.
+    pub ca_pem: Option<Vec<u8>>,
+    /// Connect with TLS only (`sslmode=require`, the certificate and host
+    /// name checked; default false). Needs feature `postgres-tls`.
+    /// `sslmode=require` in the parameters means the same.
+    pub require_tls: bool,
 }
 
 impl Default for PostgresOptions {
@@ -55,6 +64,8 @@ impl Default for PostgresOptions {
             connect_timeout: Duration::from_secs(2),
             op_timeout: Duration::from_secs(2),
             skew_warning: Duration::from_secs(2),
+            ca_pem: None,
+            require_tls: false,
         }
     }
 }
@@ -77,6 +88,43 @@ impl PostgresOptions {
         self.op_timeout = timeout;
         self
     }
+
+    /// Sets [`ca_pem`](Self::ca_pem).
+    pub fn ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.ca_pem = Some(pem.into());
+        self
+    }
+
+    /// Sets [`ca_pem`](Self::ca_pem) from a PEM file.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Config`] when the file cannot be read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableError, PostgresOptions};
+    ///
+    /// let err = PostgresOptions::default().ca_file("/no/such/ca.pem").unwrap_err();
+    /// assert!(matches!(err, DurableError::Config(_)));
+    /// ```
+    pub fn ca_file(self, path: impl AsRef<std::path::Path>) -> Result<Self, DurableError> {
+        let path = path.as_ref();
+        let pem = std::fs::read(path).map_err(|e| {
+            DurableError::Config(crate::durable::error::ErrorDetail::with_source(
+                format!("cannot read the CA file {}: {e}", path.display()),
+                e,
+            ))
+        })?;
+        Ok(self.ca_pem(pem))
+    }
+
+    /// Sets [`require_tls`](Self::require_tls).
+    pub fn require_tls(mut self, require: bool) -> Self {
+        self.require_tls = require;
+        self
+    }
 }
 
 /// The statements every command connection prepares once.
@@ -85,11 +133,13 @@ pub(super) struct Stmts {
     pub(super) claim: Statement,
     pub(super) extend: Statement,
     pub(super) ack: Statement,
+    pub(super) ack_many: Statement,
     pub(super) nack: Statement,
     pub(super) reschedule: Statement,
     pub(super) cancel: Statement,
     pub(super) counts: Statement,
     pub(super) peek: Statement,
+    pub(super) get: Statement,
     pub(super) now: Statement,
     pub(super) dead: Statement,
 }
@@ -106,40 +156,48 @@ pub(super) struct PgClient {
     pub(super) s: String,
     pub(super) queue: String,
     pub(super) opts: PostgresOptions,
+    tls: Connector,
     idle: Mutex<Vec<Conn>>,
 }
 
 impl PgClient {
-    pub(super) fn new(mut config: Config, queue: &str, opts: PostgresOptions) -> Self {
+    pub(super) fn new(
+        mut config: Config,
+        queue: &str,
+        opts: PostgresOptions,
+    ) -> Result<Self, DurableError> {
+        let tls = Connector::new(&mut config, opts.require_tls, opts.ca_pem.as_deref())?;
         config.connect_timeout(opts.connect_timeout);
         config.keepalives(true);
         config.keepalives_idle(Duration::from_secs(10));
         if config.get_application_name().is_none() {
             config.application_name("schedpool");
         }
-        PgClient {
+        Ok(PgClient {
             config,
             s: schema::ident(&opts.schema),
             queue: queue.to_string(),
             opts,
+            tls,
             idle: Mutex::new(Vec::new()),
-        }
+        })
     }
 
     /// A new plain connection.
     pub(super) fn connect_raw(&self) -> Result<Client, DurableError> {
-        self.config.connect(NoTls).map_err(|e| map_err(&e))
+        self.tls.connect(&self.config).map_err(map_err)
     }
 
     fn connect_conn(&self) -> Result<Conn, postgres::Error> {
-        let mut client = self.config.connect(NoTls)?;
+        let mut client = self.tls.connect(&self.config)?;
         let s = &self.s;
         let mut prep = |q: String| client.prepare(&q);
         let st = Stmts {
-            put: prep(schema::put_sql(s))?,
+            put: prep(schema::put_sql(s, &self.opts.schema))?,
             claim: prep(format!("SELECT * FROM {s}.claim($1, $2, $3, $4)"))?,
-            extend: prep(format!("SELECT {s}.extend($1, $2, $3, $4)"))?,
+            extend: prep(schema::extend_sql(s))?,
             ack: prep(format!("SELECT {s}.ack($1, $2, $3)"))?,
+            ack_many: prep(schema::ack_many_sql(s))?,
             nack: prep(format!("SELECT {s}.nack($1, $2, $3, $4, $5)"))?,
             reschedule: prep(format!("SELECT {s}.reschedule($1, $2, $3, $4, $5)"))?,
             cancel: prep(schema::cancel_sql(s))?,
@@ -149,10 +207,14 @@ impl PgClient {
             peek: prep(format!(
                 "SELECT min(score) FROM {s}.items WHERE queue = $1 AND state = 0"
             ))?,
+            get: prep(format!(
+                "SELECT state, deadline, envelope FROM {s}.items \
+                 WHERE queue = $1 AND id = $2 AND state < 3"
+            ))?,
             now: prep(format!("SELECT {s}.now_ms()"))?,
             dead: prep(format!(
-                "SELECT id, envelope FROM {s}.items WHERE queue = $1 AND state = 2 \
-                 ORDER BY score, id LIMIT $2"
+                "SELECT id, envelope, attempts, score FROM {s}.items WHERE queue = $1 \
+                 AND state = 2 ORDER BY score, id LIMIT $2"
             ))?,
         };
         Ok(Conn { client, st })
@@ -194,18 +256,18 @@ impl PgClient {
                             match kind {
                                 Kind::RolledBack => err,
                                 Kind::Broken | Kind::Starting if idempotent => err,
-                                _ => return Err(map_err(&err)),
+                                _ => return Err(map_err(err)),
                             }
                         }
                     }
                 }
                 Err(err) => match classify(&err) {
                     Kind::Broken | Kind::Starting => err,
-                    _ => return Err(map_err(&err)),
+                    _ => return Err(map_err(err)),
                 },
             };
             if Instant::now() + backoff >= limit {
-                return Err(map_err(&err));
+                return Err(map_err(err));
             }
             std::thread::sleep(backoff);
             backoff = (backoff * 2).min(Duration::from_millis(200));

@@ -4,9 +4,12 @@
 //!    SQL functions that are the backend's atomic steps (with their
 //!    invariants in its header);
 //! 2. `client.rs`: connections, prepared statements and the retry policy
-//!    ([`PostgresOptions`]), over `error.rs`, the error mapping;
+//!    ([`PostgresOptions`]), over `error.rs`, the error mapping, and
+//!    `tls.rs`, plain or TLS connections; `reply.rs`: arguments to SQL and
+//!    replies back;
 //! 3. `backend.rs`: [`PostgresBackend`], the `DurableBackend` over the two,
-//!    and `LISTEN`/`NOTIFY` wake-ups;
+//!    and `LISTEN`/`NOTIFY` wake-ups; its dead-letter verbs (bury, requeue,
+//!    purge, the listing) are `dead.rs`, beside it;
 //! 4. `tx.rs`: the verbs that run in the caller's own transaction, on the
 //!    backend and, typed, on `DurableQueue` and `DurablePool`.
 //!
@@ -15,8 +18,11 @@
 
 mod backend;
 mod client;
+mod dead;
 mod error;
+mod reply;
 mod schema;
+mod tls;
 mod tx;
 
 pub use backend::PostgresBackend;

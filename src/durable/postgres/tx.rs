@@ -19,8 +19,8 @@ use std::time::Duration;
 use postgres::GenericClient;
 
 use super::backend::PostgresBackend;
-use super::backend::{cancel_reply, put_reply, when_args};
 use super::error::map_err;
+use super::reply::{cancel_reply, put_reply, when_args};
 use super::schema;
 use crate::durable::backend::{Cancelled, DurableError, Put, PutMode, When};
 use crate::durable::envelope::Payload;
@@ -37,9 +37,9 @@ fn pg_of<'a>(
         .as_any()
         .and_then(|any| any.downcast_ref::<PostgresBackend>())
         .ok_or_else(|| {
-            DurableError::Config(format!(
-                "{verb} needs a PostgresBackend; this queue has {backend:?}"
-            ))
+            DurableError::Config(
+                format!("{verb} needs a PostgresBackend; this queue has {backend:?}").into(),
+            )
         })
 }
 
@@ -71,10 +71,10 @@ impl PostgresBackend {
         let if_absent = mode == PutMode::IfAbsent;
         let row = tx
             .query_one(
-                schema::put_sql(&self.pg.s).as_str(),
+                schema::put_sql(&self.pg.s, &self.pg.opts.schema).as_str(),
                 &[&self.pg.queue, &id, &envelope, &delay, &at, &if_absent],
             )
-            .map_err(|e| map_err(&e))?;
+            .map_err(map_err)?;
         put_reply(&row)
     }
 
@@ -94,7 +94,7 @@ impl PostgresBackend {
                 schema::cancel_sql(&self.pg.s).as_str(),
                 &[&self.pg.queue, &id],
             )
-            .map_err(|e| map_err(&e))?;
+            .map_err(map_err)?;
         cancel_reply(&row)
     }
 }

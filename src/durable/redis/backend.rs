@@ -1,38 +1,34 @@
 //! The Redis backend (feature `redis`): the `DurableBackend` over the
-//! scripts of `scripts.rs`, and cross-process wake-ups. Connections and
-//! retries are `client.rs`; the checks at connect, `checks.rs`.
+//! scripts of `scripts.rs`. Connections and retries are `client.rs`; the
+//! checks at connect, `checks.rs`; cross-process wake-ups, `wake.rs`.
 //!
-//! Invariants:
-//!
-//! - Command connections and the blocking connection are separate: only
-//!   the dedicated blocking connection ever runs `BZPOPMIN`, and its read
-//!   timeout is the block plus a margin, so a dead socket is torn down
-//!   rather than waited on forever.
-//! - `unblock` cannot be lost: it sets `unblock_pending` before looking at
-//!   `in_wait`, and `wait` sets `in_wait` before looking at
-//!   `unblock_pending` (both SeqCst), so either the wait sees the flag and
-//!   does not block, or `unblock` sees the wait and repeats `CLIENT UNBLOCK`
-//!   until the wait ends.
+//! Invariant: every store operation is one script call (or, for a batch
+//! over 100, one a chunk of 100), or a read; nothing here keeps state
+//! between calls but the wake-ups' (`wake.rs`).
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::base::sync::{Condvar, Mutex};
-use redis::{Connection, RedisResult, Script, Value};
+use redis::{Script, Value};
 
 use super::client::{arg, bad_reply, bytes, int, RedisClient, RedisOptions};
+use super::dead::DeadScripts;
 use super::scripts;
+use super::wake::Wake;
 use crate::durable::backend::{
-    ceil_ms, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack, Put,
-    PutMode, Repeat, When,
+    ceil_ms, Buried, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack,
+    Put, PutMode, Repeat, Stored, StoredState, When,
 };
 use crate::durable::envelope::Payload;
+use crate::durable::error::ErrorDetail;
 use crate::durable::options::QueueOptions;
 use crate::durable::queue::DurableQueue;
 
 /// The most items one claim script leases.
 const MAX_CLAIM: usize = 100;
+
+/// The most acks one `ack_many` script settles.
+const MAX_ACKS: usize = 100;
 
 /// A [`DurableBackend`] on one Redis queue: the keys `sp:{name}:*`.
 ///
@@ -41,16 +37,12 @@ const MAX_CLAIM: usize = 100;
 /// [`RedisOptions`]), and records a format version in the queue's `cfg` key.
 pub struct RedisBackend {
     redis: RedisClient,
-    blocking: Mutex<Option<Connection>>,
-    blocking_id: AtomicI64,
-    in_wait: AtomicBool,
-    unblock_pending: AtomicBool,
-    /// Where a short wait sleeps locally (see `wait`); `unblock` signals it.
-    nap: (Mutex<()>, Condvar),
-    /// How late Redis may time out a blocked command: one `serverCron`
-    /// period (1000 / `hz` ms) plus a margin, read at connect.
-    timer_slack: Duration,
+    /// The blocking connection and the cross-process wake-ups.
+    wake: Wake,
     scripts: Scripts,
+    dead: DeadScripts,
+    /// What the checks at connect could not check or found unsafe.
+    warnings: Vec<String>,
 }
 
 struct Scripts {
@@ -58,9 +50,11 @@ struct Scripts {
     claim: Script,
     extend: Script,
     ack: Script,
+    ack_many: Script,
     nack: Script,
     reschedule: Script,
     cancel: Script,
+    get: Script,
 }
 
 impl RedisBackend {
@@ -86,25 +80,30 @@ impl RedisBackend {
     /// cannot be reached.
     pub fn connect_with(url: &str, name: &str, opts: RedisOptions) -> Result<Self, DurableError> {
         let redis = RedisClient::open(url, name, opts)?;
-        redis.check_server()?;
+        let warnings = redis.check_server().map_err(|e| match e {
+            // A TLS-only server drops a plain connection without a word.
+            DurableError::Unavailable(detail) if !redis.tls => DurableError::Unavailable(
+                detail.append(" (if the server accepts TLS only, connect with a rediss:// URL)"),
+            ),
+            e => e,
+        })?;
         let timer_slack = redis.read_timer_slack();
         Ok(RedisBackend {
             redis,
-            blocking: Mutex::new(None),
-            blocking_id: AtomicI64::new(0),
-            in_wait: AtomicBool::new(false),
-            unblock_pending: AtomicBool::new(false),
-            nap: (Mutex::new(()), Condvar::new()),
-            timer_slack,
+            wake: Wake::new(timer_slack),
             scripts: Scripts {
                 put: Script::new(&scripts::put()),
                 claim: Script::new(&scripts::claim()),
                 extend: Script::new(&scripts::extend()),
                 ack: Script::new(&scripts::ack()),
+                ack_many: Script::new(&scripts::ack_many()),
                 nack: Script::new(&scripts::nack()),
                 reschedule: Script::new(&scripts::ack_and_reschedule()),
                 cancel: Script::new(&scripts::cancel()),
+                get: Script::new(&scripts::get()),
             },
+            dead: DeadScripts::new(),
+            warnings,
         })
     }
 
@@ -113,19 +112,19 @@ impl RedisBackend {
         &self.redis.name
     }
 
+    /// What the checks at connect could not check (a setting an ACL user
+    /// may not read) or found unsafe (no AOF, an evicting
+    /// `maxmemory-policy`, ...): each was also logged at WARN. Empty when
+    /// every check passed. With [`RedisOptions::strict`] these are refused
+    /// instead, so a strict backend's list is empty.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
     /// The Redis key of one part of this queue (`due`, `lease`, `data`,
     /// `meta`, `wake`, `dead` or `cfg`), for inspection and tests.
     pub fn key(&self, part: &str) -> Option<&str> {
         self.redis.key(part)
-    }
-
-    /// Sleeps `d` on this process's clock, or until `unblock`.
-    fn nap(&self, d: Duration) {
-        let until = Instant::now() + d;
-        let mut guard = self.nap.0.lock();
-        while !self.unblock_pending.load(Ordering::SeqCst) && Instant::now() < until {
-            self.nap.1.wait_until(&mut guard, until);
-        }
     }
 }
 
@@ -174,16 +173,16 @@ impl DurableBackend for RedisBackend {
                 deadline_ms: *at as u64,
             },
             _ => {
-                return Err(DurableError::Format(format!(
-                    "unexpected put reply {reply:?}"
-                )))
+                return Err(DurableError::Format(
+                    format!("unexpected put reply {reply:?}").into(),
+                ))
             }
         };
         if let (Some((n, timeout)), Some(acked)) = (self.redis.opts.replicas, replicas) {
             if acked < i64::from(n) {
                 return Err(DurableError::Unavailable(format!(
                     "the put is on the primary, but only {acked} of {n} replicas acknowledged it within {timeout:?}"
-                )));
+                ).into()));
             }
         }
         Ok(put)
@@ -211,8 +210,8 @@ impl DurableBackend for RedisBackend {
         let mut rest = rest.into_iter();
         while let Some(id) = rest.next() {
             let mut field = || rest.next().ok_or_else(|| bad_reply(&Value::Nil));
-            let id =
-                String::from_utf8(bytes(id)?).map_err(|e| DurableError::Format(e.to_string()))?;
+            let id = String::from_utf8(bytes(id)?)
+                .map_err(|e| DurableError::Format(ErrorDetail::with_source(e.to_string(), e)))?;
             let token = int(&field()?)? as u64;
             let attempt = int(&field()?)? as u32;
             let deadline_ms = int(&field()?)? as u64;
@@ -257,6 +256,33 @@ impl DurableBackend for RedisBackend {
             self.redis
                 .invoke_for(Some(id), true, &self.scripts.ack, &[arg(id), arg(token)])?;
         Ok(r == 1)
+    }
+
+    fn ack_many(&self, acks: &[(&str, u64)]) -> Result<Vec<bool>, DurableError> {
+        let mut out = Vec::with_capacity(acks.len());
+        // Bounded batches keep each script short (F7).
+        for chunk in acks.chunks(MAX_ACKS) {
+            let reply: Vec<i64> = self.redis.run(true, |c| {
+                let mut inv = self.scripts.ack_many.prepare_invoke();
+                for key in &self.redis.keys {
+                    inv.key(key);
+                }
+                for (id, _) in chunk {
+                    inv.key(self.redis.receipt_key(id));
+                }
+                for (id, token) in chunk {
+                    inv.arg(*id).arg(*token);
+                }
+                inv.invoke(c)
+            })?;
+            if reply.len() != chunk.len() {
+                return Err(DurableError::Format(
+                    format!("ack_many answered {} of {} acks", reply.len(), chunk.len()).into(),
+                ));
+            }
+            out.extend(reply.into_iter().map(|r| r == 1));
+        }
+        Ok(out)
     }
 
     fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError> {
@@ -305,7 +331,7 @@ impl DurableBackend for RedisBackend {
             // the value) was lost: the outcome is unknown, not NotFound.
             return Err(DurableError::Unavailable(format!(
                 "cancel of {id:?}: the reply was lost and the item is gone; it may have been this cancel"
-            )));
+            ).into()));
         }
         let mut payload = || {
             it.next()
@@ -316,96 +342,17 @@ impl DurableBackend for RedisBackend {
         Ok(match status {
             1 => Cancelled::Pending(payload()?),
             2 => Cancelled::InFlight,
-            3 => Cancelled::Dead(payload()?),
+            3 => Cancelled::Dead(crate::durable::dead_record::envelope(payload()?)),
             _ => Cancelled::NotFound,
         })
     }
 
     fn wait(&self, due: Option<Duration>, limit: Duration) -> Result<bool, DurableError> {
-        // Both `due` and `limit` are deadlines; Redis may time a block out
-        // one cron period late, so block until a period before the nearer
-        // one and nap the rest. Capped: no Duration overflow, and a timeout
-        // Redis accepts.
-        const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
-        let mut block = due
-            .map_or(limit, |d| d.min(limit))
-            .min(MAX_WAIT)
-            .max(Duration::from_millis(1));
-        if block <= self.timer_slack {
-            if due.is_none_or(|d| limit < d) {
-                // The caller's own limit: take a marker already set, without
-                // blocking, then nap.
-                let popped: Vec<String> = self.redis.run(true, |c| {
-                    redis::cmd("ZPOPMIN").arg(&self.redis.keys[4]).query(c)
-                })?;
-                if !popped.is_empty() {
-                    return Ok(true);
-                }
-            }
-            self.nap(block);
-            return Ok(false);
-        }
-        block -= self.timer_slack;
-        let mut slot = self.blocking.lock();
-        if slot.is_none() {
-            let conn = self
-                .redis
-                .connect_one()
-                .map_err(|e| DurableError::Unavailable(e.to_string()))?;
-            *slot = Some(conn);
-            let id: i64 = redis::cmd("CLIENT")
-                .arg("ID")
-                .query(slot.as_mut().expect("just set"))
-                .map_err(|e| {
-                    *slot = None;
-                    DurableError::Unavailable(e.to_string())
-                })?;
-            self.blocking_id.store(id, Ordering::SeqCst);
-        }
-        let conn = slot.as_mut().expect("connected above");
-        // The client-side deadline: block plus a margin, then tear down (F9).
-        let margin = Duration::from_secs(2);
-        if let Err(e) = conn.set_read_timeout(Some(block + margin)) {
-            *slot = None;
-            return Err(DurableError::Unavailable(e.to_string()));
-        }
-        self.in_wait.store(true, Ordering::SeqCst);
-        if self.unblock_pending.swap(false, Ordering::SeqCst) {
-            self.in_wait.store(false, Ordering::SeqCst);
-            return Ok(false);
-        }
-        let popped: RedisResult<Option<(String, String, f64)>> = redis::cmd("BZPOPMIN")
-            .arg(&self.redis.keys[4])
-            .arg(format!("{:.3}", block.as_secs_f64()))
-            .query(conn);
-        self.in_wait.store(false, Ordering::SeqCst);
-        match popped {
-            Ok(marker) => Ok(marker.is_some()),
-            Err(e) if e.code() == Some("UNBLOCKED") => Ok(false),
-            Err(e) => {
-                *slot = None;
-                Err(DurableError::Unavailable(e.to_string()))
-            }
-        }
+        self.wake.wait(&self.redis, due, limit)
     }
 
     fn unblock(&self) {
-        self.unblock_pending.store(true, Ordering::SeqCst);
-        {
-            let _guard = self.nap.0.lock();
-            self.nap.1.notify_all();
-        }
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while self.in_wait.load(Ordering::SeqCst) && Instant::now() < deadline {
-            let id = self.blocking_id.load(Ordering::SeqCst);
-            let unblocked: Result<i64, _> = self.redis.run(false, |c| {
-                redis::cmd("CLIENT").arg("UNBLOCK").arg(id).query(c)
-            });
-            if unblocked == Ok(1) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        self.wake.unblock(&self.redis);
     }
 
     fn counts(&self) -> Result<Counts, DurableError> {
@@ -435,35 +382,46 @@ impl DurableBackend for RedisBackend {
         Ok(head.first().map(|(_, score)| *score as u64))
     }
 
+    fn get(&self, id: &str) -> Result<Option<Stored>, DurableError> {
+        let reply: Vec<Value> = self.redis.invoke(true, &self.scripts.get, &[arg(id)])?;
+        if reply.is_empty() {
+            return Ok(None);
+        }
+        let Ok([state, deadline, envelope]) = <[Value; 3]>::try_from(reply) else {
+            return Err(DurableError::Format("unexpected get reply".into()));
+        };
+        let state = match int(&state)? {
+            0 => StoredState::Pending,
+            1 => StoredState::InFlight,
+            _ => StoredState::Dead,
+        };
+        let deadline_ms = u64::try_from(int(&deadline)?)
+            .map_err(|_| DurableError::Format(format!("item {id:?}: unreadable meta").into()))?;
+        Ok(Some(Stored {
+            envelope: bytes(envelope)?,
+            deadline_ms,
+            state,
+        }))
+    }
+
     fn server_time_ms(&self) -> Result<u64, DurableError> {
         self.redis.server_time_ms()
     }
 
-    fn dead_letters(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, DurableError> {
-        if max == 0 {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<String> = self.redis.run(true, |c| {
-            redis::cmd("ZRANGE")
-                .arg(&self.redis.keys[5])
-                .arg(0)
-                .arg(max - 1)
-                .query(c)
-        })?;
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let data: Vec<Option<Vec<u8>>> = self.redis.run(true, |c| {
-            redis::cmd("HMGET")
-                .arg(&self.redis.keys[2])
-                .arg(&ids)
-                .query(c)
-        })?;
-        Ok(ids
-            .into_iter()
-            .zip(data)
-            .map(|(id, bytes)| (id, bytes.unwrap_or_default()))
-            .collect())
+    fn dead_letters(&self, max: usize) -> Result<Vec<Buried>, DurableError> {
+        self.dead.list(&self.redis, max)
+    }
+
+    fn bury(&self, id: &str, token: u64, error: Option<&str>) -> Result<bool, DurableError> {
+        self.dead.bury(&self.redis, id, token, error)
+    }
+
+    fn requeue(&self, id: &str) -> Result<bool, DurableError> {
+        self.dead.requeue(&self.redis, id)
+    }
+
+    fn purge(&self, id: &str) -> Result<bool, DurableError> {
+        self.dead.purge(&self.redis, id)
     }
 }
 

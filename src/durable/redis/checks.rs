@@ -2,9 +2,12 @@
 //! persistence and eviction settings, clock skew, and the timer resolution
 //! of blocked commands.
 //!
-//! Invariant: a check that cannot read a setting (CONFIG disabled on a
-//! managed service) falls back to INFO, and reports "unknown" rather than
-//! passing silently.
+//! Invariants: a check that cannot read a setting (CONFIG disabled on a
+//! managed service, or an ACL user without `+config|get`) falls back to
+//! INFO, and reports "unknown" rather than passing silently. What cannot be
+//! read, or is unsafe, is a warning (logged at WARN and kept in
+//! `RedisBackend::warnings`), and with `strict` an error: strict refuses
+//! what it cannot prove safe.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -15,18 +18,30 @@ use crate::durable::backend::DurableError;
 const FORMAT_VERSION: &str = "1";
 
 impl RedisClient {
-    pub(super) fn check_server(&self) -> Result<(), DurableError> {
-        let info: String = self.run(true, |c| redis::cmd("INFO").arg("server").query(c))?;
-        let version = info_field(&info, "redis_version").unwrap_or_default();
-        let major: u32 = version
-            .split('.')
-            .next()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if major < 7 {
-            return Err(DurableError::Config(format!(
-                "Redis {version} is too old: script flags need Redis 7.0 or later"
-            )));
+    /// Runs the checks; returns what could not be checked or is unsafe
+    /// (each also logged at WARN), or, with `strict`, refuses those.
+    pub(super) fn check_server(&self) -> Result<Vec<String>, DurableError> {
+        let mut problems = Vec::new();
+        // INFO and CONFIG need rights a least-privileged ACL user lacks:
+        // what they cannot read becomes a warning (an error when strict).
+        match self.run(true, |c| redis::cmd("INFO").arg("server").query::<String>(c)) {
+            Ok(info) => {
+                let version = info_field(&info, "redis_version").unwrap_or_default();
+                let major: u32 = version
+                    .split('.')
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                if major < 7 {
+                    return Err(DurableError::Config(format!(
+                        "Redis {version} is too old: script flags need Redis 7.0 or later"
+                    ).into()));
+                }
+            }
+            Err(DurableError::Refused(e)) => problems.push(format!(
+                "cannot read the server's version (INFO refused: {e}); it must be Redis 7.0 or later"
+            )),
+            Err(e) => return Err(e),
         }
         let cfg = self.keys[6].clone();
         let stored: String = self.run(true, |c| {
@@ -38,12 +53,14 @@ impl RedisClient {
             redis::cmd("HGET").arg(&cfg).arg("version").query(c)
         })?;
         if stored != FORMAT_VERSION {
-            return Err(DurableError::Format(format!(
-                "queue {:?} has format version {stored}; this build reads {FORMAT_VERSION}",
-                self.name
-            )));
+            return Err(DurableError::Format(
+                format!(
+                    "queue {:?} has format version {stored}; this build reads {FORMAT_VERSION}",
+                    self.name
+                )
+                .into(),
+            ));
         }
-        let mut problems = Vec::new();
         let setting = |name: &str| -> Option<String> {
             let pair: Vec<String> = self
                 .run(true, |c| redis::cmd("CONFIG").arg("GET").arg(name).query(c))
@@ -64,11 +81,12 @@ impl RedisClient {
                 .ok()?;
             info_field(&info, "maxmemory_policy").map(str::to_string)
         });
+        const UNREAD: &str = "unknown (neither CONFIG GET nor INFO answered; check it by hand)";
         match appendonly.as_deref() {
             Some("yes") => {}
             other => problems.push(format!(
                 "appendonly is {}: acknowledged puts can be lost on a restart",
-                other.unwrap_or("unknown")
+                other.unwrap_or(UNREAD)
             )),
         }
         if setting("appendfsync").as_deref() == Some("no") {
@@ -78,12 +96,12 @@ impl RedisClient {
             Some("noeviction") => {}
             other => problems.push(format!(
                 "maxmemory-policy is {}: Redis may evict queue keys; use noeviction",
-                other.unwrap_or("unknown")
+                other.unwrap_or(UNREAD)
             )),
         }
         if !problems.is_empty() {
             if self.opts.strict {
-                return Err(DurableError::Config(problems.join("; ")));
+                return Err(DurableError::Config(problems.join("; ").into()));
             }
             for problem in &problems {
                 tracing::warn!(target: "schedpool::durable", queue = %self.name, "{problem}");
@@ -100,7 +118,7 @@ impl RedisClient {
                 "this machine's clock differs from the Redis server's: deadlines follow the server; put_at(SystemTime) shifts by the skew"
             );
         }
-        Ok(())
+        Ok(problems)
     }
 
     /// Redis times out blocked commands from its event loop, which may

@@ -19,6 +19,7 @@ use crate::base::sync::Mutex;
 use redis::{Connection, RedisError, RedisResult, Script, Value};
 
 use crate::durable::backend::DurableError;
+use crate::durable::error::ErrorDetail;
 
 /// The budget of the one attempt an idempotent call gets past its
 /// `op_timeout` when its only attempt failed (see `run`).
@@ -34,7 +35,10 @@ pub struct RedisOptions {
     /// returns [`DurableError::Unavailable`] (default 2 s).
     pub op_timeout: Duration,
     /// Refuse to connect (instead of warning) when the server has no AOF,
-    /// an evicting `maxmemory-policy`, or `appendfsync no` (default false).
+    /// an evicting `maxmemory-policy`, or `appendfsync no`, or when one of
+    /// these or the server's version cannot be read (an ACL user without
+    /// `+info`/`+config|get`): strict refuses what it cannot prove safe
+    /// (default false).
     pub strict: bool,
     /// Warn at connect when this machine's clock and the server's differ by
     /// more than this (default 2 s). Skew never makes anything early; it
@@ -44,6 +48,14 @@ pub struct RedisOptions {
     /// (`WAIT n timeout`); a shortfall is an error. `None` (the default)
     /// does not wait.
     pub replicas: Option<(u32, Duration)>,
+    /// PEM certificates that a `rediss://` server's certificate must chain
+    /// to, instead of the system's roots (default none). Needs feature
+    /// `redis-tls`; with it off, a CA is a [`DurableError::Config`].
+    pub ca_pem: Option<Vec<u8>>,
+    /// Refuse a URL that is not `rediss://` (default false): a plain
+    /// connection is then a [`DurableError::Config`] before anything is
+    /// sent.
+    pub require_tls: bool,
 }
 
 impl Default for RedisOptions {
@@ -54,6 +66,8 @@ impl Default for RedisOptions {
             strict: false,
             skew_warning: Duration::from_secs(2),
             replicas: None,
+            ca_pem: None,
+            require_tls: false,
         }
     }
 }
@@ -76,6 +90,44 @@ impl RedisOptions {
         self.replicas = Some((n, timeout));
         self
     }
+
+    /// Sets [`ca_pem`](Self::ca_pem): the server's certificate must chain
+    /// to one of these PEM certificates.
+    pub fn ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.ca_pem = Some(pem.into());
+        self
+    }
+
+    /// Sets [`ca_pem`](Self::ca_pem) from a PEM file.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Config`] when the file cannot be read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableError, RedisOptions};
+    ///
+    /// let err = RedisOptions::default().ca_file("/no/such/ca.pem").unwrap_err();
+    /// assert!(matches!(err, DurableError::Config(_)));
+    /// ```
+    pub fn ca_file(self, path: impl AsRef<std::path::Path>) -> Result<Self, DurableError> {
+        let path = path.as_ref();
+        let pem = std::fs::read(path).map_err(|e| {
+            DurableError::Config(ErrorDetail::with_source(
+                format!("cannot read the CA file {}: {e}", path.display()),
+                e,
+            ))
+        })?;
+        Ok(self.ca_pem(pem))
+    }
+
+    /// Sets [`require_tls`](Self::require_tls).
+    pub fn require_tls(mut self, require: bool) -> Self {
+        self.require_tls = require;
+        self
+    }
 }
 
 /// One queue's connection pool and key names.
@@ -86,6 +138,8 @@ pub(super) struct RedisClient {
     /// of every script.
     pub(super) keys: [String; 7],
     pub(super) opts: RedisOptions,
+    /// The URL is `rediss://`.
+    pub(super) tls: bool,
     idle: Mutex<Vec<Connection>>,
 }
 
@@ -95,24 +149,45 @@ impl RedisClient {
     /// Validates `name`, parses `url`; connects nothing yet.
     pub(super) fn open(url: &str, name: &str, opts: RedisOptions) -> Result<Self, DurableError> {
         if name.is_empty() || name.contains(['{', '}']) {
-            return Err(DurableError::Config(format!(
-                "queue name {name:?} must be non-empty and free of braces"
-            )));
+            return Err(DurableError::Config(
+                format!("queue name {name:?} must be non-empty and free of braces").into(),
+            ));
         }
         let info = redis::IntoConnectionInfo::into_connection_info(url)
-            .map_err(|e| DurableError::Config(e.to_string()))?;
+            .map_err(|e| DurableError::Config(detail(e)))?;
+        let tls = matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. });
+        if opts.require_tls && !tls {
+            return Err(DurableError::Config(
+                format!(
+                    "require_tls is set, but {} is not a rediss:// address",
+                    info.addr()
+                )
+                .into(),
+            ));
+        }
         // No CLIENT SETINFO handshake: redis-rs waits for its replies with
         // the connect timeout each, so a hung server would hold every new
         // connection for twice the connect timeout (F9).
         let settings = info.redis_settings().clone().set_skip_set_lib_name();
-        let client = redis::Client::open(info.set_redis_settings(settings))
-            .map_err(|e| DurableError::Config(e.to_string()))?;
+        let info = info.set_redis_settings(settings);
+        let client = match &opts.ca_pem {
+            None => redis::Client::open(info),
+            Some(pem) => with_ca(info, pem, tls)?,
+        }
+        .map_err(|e| DurableError::Config(detail(e)))?;
+        #[cfg(feature = "redis-tls")]
+        if tls {
+            // redis-rs builds its rustls config with the process's default
+            // provider: make it ring unless the application chose one.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let key = |k: &str| format!("sp:{{{name}}}:{k}");
         Ok(RedisClient {
             client,
             name: name.to_string(),
             keys: PARTS.map(key),
             opts,
+            tls,
             idle: Mutex::new(Vec::new()),
         })
     }
@@ -121,6 +196,11 @@ impl RedisClient {
     pub(super) fn key(&self, part: &str) -> Option<&str> {
         let i = PARTS.iter().position(|p| *p == part)?;
         Some(&self.keys[i])
+    }
+
+    /// The receipt key of item `id` (see `invoke_for`).
+    pub(super) fn receipt_key(&self, id: &str) -> String {
+        format!("sp:{{{}}}:receipt:{id}", self.name)
     }
 
     /// The server's clock, in ms since the Unix epoch.
@@ -178,26 +258,33 @@ impl RedisClient {
                         self.idle.lock().push(conn);
                         return Ok(r);
                     }
+                    // The TLS handshake runs with the first command.
+                    Err(err) if refused_to_connect(&err) => {
+                        return Err(DurableError::Config(detail(err)))
+                    }
                     Err(err) if !is_transient(&err) => {
                         // The server answered (out of memory, a script error):
                         // the connection is fine, the command is refused.
                         self.idle.lock().push(conn);
-                        return Err(DurableError::Refused(err.to_string()));
+                        return Err(DurableError::Refused(detail(err)));
                     }
                     // Dropped: it may be half-way through a reply.
                     Err(err) => err,
                 },
+                Err(err) if refused_to_connect(&err) => {
+                    return Err(DurableError::Config(detail(err)))
+                }
                 Err(err) if !is_transient(&err) => {
-                    return Err(DurableError::Unavailable(err.to_string()))
+                    return Err(DurableError::Unavailable(detail(err)))
                 }
                 Err(err) => err,
             };
             if !idempotent {
-                return Err(DurableError::Unavailable(err.to_string()));
+                return Err(DurableError::Unavailable(detail(err)));
             }
             if Instant::now() + backoff >= limit {
                 if !std::mem::take(&mut grace) {
-                    return Err(DurableError::Unavailable(err.to_string()));
+                    return Err(DurableError::Unavailable(detail(err)));
                 }
                 continue;
             }
@@ -242,7 +329,7 @@ impl RedisClient {
         script: &Script,
         args: &[Vec<Vec<u8>>],
     ) -> Result<(R, bool), DurableError> {
-        let receipt = receipt_of.map(|id| format!("sp:{{{}}}:receipt:{id}", self.name));
+        let receipt = receipt_of.map(|id| self.receipt_key(id));
         let sent = std::cell::Cell::new(0u32);
         let reply = self.run(idempotent, |c| {
             sent.set(sent.get() + 1);
@@ -262,9 +349,50 @@ impl RedisClient {
     }
 }
 
+/// A client whose TLS connections trust only the certificates in `pem`.
+#[cfg(feature = "redis-tls")]
+fn with_ca(
+    info: redis::ConnectionInfo,
+    pem: &[u8],
+    tls: bool,
+) -> Result<redis::RedisResult<redis::Client>, DurableError> {
+    if !tls {
+        return Err(DurableError::Config(
+            "a CA certificate is set, but the URL is not rediss://".into(),
+        ));
+    }
+    Ok(redis::Client::build_with_tls(
+        info,
+        redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem.to_vec()),
+        },
+    ))
+}
+
+#[cfg(not(feature = "redis-tls"))]
+fn with_ca(
+    _info: redis::ConnectionInfo,
+    _pem: &[u8],
+    _tls: bool,
+) -> Result<redis::RedisResult<redis::Client>, DurableError> {
+    Err(DurableError::Config(
+        "a CA certificate is set, but schedpool was built without feature redis-tls".into(),
+    ))
+}
+
 /// One script argument, encoded.
 pub(super) fn arg<T: redis::ToRedisArgs>(value: T) -> Vec<Vec<u8>> {
     value.to_redis_args()
+}
+
+/// A connection the server or the TLS layer refused for who we are (a
+/// wrong password or user, a certificate that does not chain to the CA):
+/// retrying cannot cure it.
+fn refused_to_connect(err: &RedisError) -> bool {
+    err.kind() == redis::ErrorKind::AuthenticationFailed
+        || err.code() == Some("WRONGPASS")
+        || err.to_string().contains("invalid peer certificate")
 }
 
 fn is_transient(err: &RedisError) -> bool {
@@ -297,5 +425,11 @@ pub(super) fn bytes(v: Value) -> Result<Vec<u8>, DurableError> {
 }
 
 pub(super) fn bad_reply(v: &Value) -> DurableError {
-    DurableError::Format(format!("unexpected reply from a queue script: {v:?}"))
+    DurableError::Format(format!("unexpected reply from a queue script: {v:?}").into())
+}
+
+/// The detail of a client or server error: its text, and the error itself
+/// as the source.
+fn detail(err: RedisError) -> ErrorDetail {
+    ErrorDetail::with_source(err.to_string(), err)
 }

@@ -6,8 +6,11 @@
 //!    ([`RedisOptions`]);
 //! 3. `checks.rs`: what `connect` checks on the server (version, format,
 //!    persistence, eviction, clock skew, timer resolution);
-//! 4. `backend.rs`: [`RedisBackend`], the `DurableBackend` over the three,
-//!    and the cross-process wake-ups.
+//! 4. `wake.rs`: the cross-process wake-ups (`BZPOPMIN` on a dedicated
+//!    connection, local naps, unblock);
+//! 5. `backend.rs`: [`RedisBackend`], the `DurableBackend` over the four;
+//!    its dead-letter verbs (bury, requeue, purge, the listing: scripts and
+//!    calls) are `dead.rs`, beside it.
 //!
 //! Nothing here is reachable from the rest of `durable/` except those two
 //! public types.
@@ -15,7 +18,9 @@
 mod backend;
 mod checks;
 mod client;
+mod dead;
 mod scripts;
+mod wake;
 
 pub use backend::RedisBackend;
 pub use client::RedisOptions;

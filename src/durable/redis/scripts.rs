@@ -6,7 +6,8 @@
 //! 5 `wake` (zset, one member: the wake-up marker), 6 `dead` (zset id → ms
 //! moved), 7 `cfg` (hash: format version, token counter); the settling
 //! scripts (ack, nack, reschedule) also get 8, the item's `receipt:<id>`
-//! string, which lives `RECEIPT_MS`.
+//! string, which lives `RECEIPT_MS` (`ack_many` gets one receipt key an
+//! item, from 8 on).
 //!
 //! Invariants the scripts keep:
 //! - An id is in at most one of `due`, `lease`, `dead`; it has `data` and
@@ -14,6 +15,10 @@
 //! - Tokens come from `HINCRBY cfg token 1`: they never repeat in a queue.
 //! - "Now" is `TIME` (scripts replicate as effects since Redis 5).
 //! - Every loop is bounded: reclaim ≤ 100 leases, claim ≤ ARGV max.
+//! - What is read back is untrusted: an id whose `meta` does not parse or
+//!   whose `data` is missing is moved to `dead` by the claim that meets
+//!   it (never an error that would stop every later claim); an envelope
+//!   that does not decode is dead-lettered by the consumer.
 //! - `PUT` has no `allow-oom` flag, so Redis refuses it up front when out
 //!   of memory (nothing partly written); the others only rewrite or delete
 //!   and carry `allow-oom`, so consumers can drain a full server.
@@ -37,17 +42,20 @@ local function wake_if_head(id, score)
   if head[1] == id then redis.call('ZADD', KEYS[5], score, 'w') end
 end
 -- Settling scripts get KEYS[8], the item's receipt: "token:result",
--- kept RECEIPT_MS so a retried settle answers as its first attempt did.
-local function write_receipt(token, result)
-  redis.call('SET', KEYS[8], token .. ':' .. result, 'PX', RECEIPT_MS)
+-- kept RECEIPT_MS so a retried settle answers as its first attempt did
+-- (ack_many gets one receipt key an item, from KEYS[8] on).
+local function write_receipt_at(key, token, result)
+  redis.call('SET', key, token .. ':' .. result, 'PX', RECEIPT_MS)
 end
-local function receipt(token)
-  local r = redis.call('GET', KEYS[8])
+local function receipt_at(key, token)
+  local r = redis.call('GET', key)
   if not r then return nil end
   local tok, result = string.match(r, '^(%d+):(.*)$')
   if tok == token then return result end
   return nil
 end
+local function write_receipt(token, result) write_receipt_at(KEYS[8], token, result) end
+local function receipt(token) return receipt_at(KEYS[8], token) end
 local function holds(id, token)
   local m = redis.call('HGET', KEYS[4], id)
   if not m then return nil end
@@ -60,7 +68,8 @@ end
 
 use crate::durable::backend::RECEIPT_MS;
 
-fn script(flags: &str, body: &str) -> String {
+/// A script: the shebang with `flags`, the prelude, then `body`.
+pub(super) fn script(flags: &str, body: &str) -> String {
     let prelude = PRELUDE.replace("RECEIPT_MS", &RECEIPT_MS.to_string());
     format!("#!lua{flags}\n{prelude}\n{body}")
 }
@@ -103,28 +112,48 @@ local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 10
 for _, id in ipairs(expired) do
   redis.call('ZREM', KEYS[2], id)
   local m = redis.call('HGET', KEYS[4], id)
-  if m then
-    local tok, att, dl, due = parse(m)
-    if max_att > 0 and att >= max_att then
-      redis.call('ZADD', KEYS[6], now, id)
-    else
-      redis.call('ZADD', KEYS[1], due, id)
-    end
+  local tok, att, dl, due
+  if m then tok, att, dl, due = parse(m) end
+  if not att then
+    -- Foreign or corrupt meta: dead-letter it, never stop the claim.
+    redis.call('ZADD', KEYS[6], now, id)
+  elseif max_att > 0 and att >= max_att then
+    redis.call('ZADD', KEYS[6], now, id)
+  else
+    redis.call('ZADD', KEYS[1], due, id)
   end
 end
 local out = {now, -1}
+local ids = {}
 if max > 0 then
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max)
-  for _, id in ipairs(ids) do
-    redis.call('ZREM', KEYS[1], id)
-    local m = redis.call('HGET', KEYS[4], id)
-    local data = redis.call('HGET', KEYS[3], id)
-    if m and data then
-      local tok, att, dl, due = parse(m)
-      local token = redis.call('HINCRBY', KEYS[7], 'token', 1)
+  ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max)
+end
+if #ids > 0 then
+  -- Batched calls, not six a item (and only commands the documented
+  -- least-privileged ACL user has).
+  redis.call('ZREM', KEYS[1], unpack(ids))
+  local metas = redis.call('HMGET', KEYS[4], unpack(ids))
+  local datas = redis.call('HMGET', KEYS[3], unpack(ids))
+  -- Tokens last - #ids + 1 .. last, one a claimed item (a dead one's is
+  -- skipped: tokens never repeat, and only grow).
+  local token = redis.call('HINCRBY', KEYS[7], 'token', #ids) - #ids
+  local metas_out, leases, dead = {}, {}, {}
+  for i, id in ipairs(ids) do
+    local m, data = metas[i], datas[i]
+    local tok, att, dl, due
+    if m then tok, att, dl, due = parse(m) end
+    if not (att and data) then
+      -- Foreign, corrupt or truncated (meta unparsable, data missing):
+      -- dead-letter it, so it is reported and the items behind it go on.
+      dead[#dead + 1] = now
+      dead[#dead + 1] = id
+    else
+      token = token + 1
       att = att + 1
-      redis.call('HSET', KEYS[4], id, pack(token, att, dl, due))
-      redis.call('ZADD', KEYS[2], now + lease, id)
+      metas_out[#metas_out + 1] = id
+      metas_out[#metas_out + 1] = pack(token, att, dl, due)
+      leases[#leases + 1] = now + lease
+      leases[#leases + 1] = id
       local n = #out
       out[n + 1] = id
       out[n + 2] = token
@@ -134,6 +163,11 @@ if max > 0 then
       out[n + 6] = data
     end
   end
+  if #metas_out > 0 then
+    redis.call('HSET', KEYS[4], unpack(metas_out))
+    redis.call('ZADD', KEYS[2], unpack(leases))
+  end
+  if #dead > 0 then redis.call('ZADD', KEYS[6], unpack(dead)) end
 end
 local next_at = nil
 local d = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -187,6 +221,43 @@ redis.call('HDEL', KEYS[3], id)
 redis.call('HDEL', KEYS[4], id)
 write_receipt(ARGV[2], '')
 return 1
+"#,
+    )
+}
+
+/// ARGV: id1, token1, id2, token2, ...; KEYS[7 + i]: the receipt key of
+/// the i-th id. Returns {1|0, ...}, one a pair, as `ack` answers for one;
+/// each pair is checked against its own token.
+pub(super) fn ack_many() -> String {
+    script(
+        " flags=allow-oom",
+        r#"
+local n = #ARGV / 2
+local ids = {}
+for i = 1, n do ids[i] = ARGV[2 * i - 1] end
+-- `holds` for all at once: the meta's token (one HMGET), and a lease.
+local metas = redis.call('HMGET', KEYS[4], unpack(ids))
+local out = {}
+local done = {}
+for i = 1, n do
+  local id, token = ids[i], ARGV[2 * i]
+  local tok = metas[i] and parse(metas[i])
+  if tok == tonumber(token) and redis.call('ZSCORE', KEYS[2], id) then
+    done[#done + 1] = id
+    write_receipt_at(KEYS[7 + i], token, '')
+    out[i] = 1
+  elseif receipt_at(KEYS[7 + i], token) then
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+if #done > 0 then
+  redis.call('ZREM', KEYS[2], unpack(done))
+  redis.call('HDEL', KEYS[3], unpack(done))
+  redis.call('HDEL', KEYS[4], unpack(done))
+end
+return out
 "#,
     )
 }
@@ -248,6 +319,31 @@ redis.call('ZADD', KEYS[1], nxt, id)
 wake_if_head(id, nxt)
 write_receipt(ARGV[2], fmt(nxt))
 return nxt
+"#,
+    )
+}
+
+/// ARGV: id. Reads without writing: returns {state, deadline, envelope}
+/// (state 0 pending, 1 in flight, 2 dead; deadline -1 when `meta` does not
+/// parse), or {} when the id is not stored.
+pub(super) fn get() -> String {
+    script(
+        " flags=no-writes,allow-oom",
+        r#"
+local id = ARGV[1]
+local state = 0
+if not redis.call('ZSCORE', KEYS[1], id) then
+  if redis.call('ZSCORE', KEYS[2], id) then state = 1
+  elseif redis.call('ZSCORE', KEYS[6], id) then state = 2
+  else return {} end
+end
+local m = redis.call('HGET', KEYS[4], id)
+local dl = -1
+if m then
+  local _, _, d = parse(m)
+  if d then dl = d end
+end
+return {state, dl, redis.call('HGET', KEYS[3], id) or ''}
 "#,
     )
 }

@@ -1,5 +1,6 @@
-//! Panics: workers survive, handles report (at once), periodic tasks stop,
-//! and panics in user code around a body are contained: in the `Drop` of a
+//! Failures: a run that panics or whose body returns `Err`. Workers
+//! survive, handles report (at once), periodic tasks stop (or follow their
+//! `OnFailure` policy), an `Err` is seen exactly as a panic is, and panics in user code around a body are contained: in the `Drop` of a
 //! captured value, a result or a panic payload, in a `RunOutcome`, and in a
 //! delay-queue element's `Drop` or `deadline()`.
 
@@ -169,7 +170,7 @@ fn captured_value_panics_in_drop_after_the_body_ran() {
     // The call of the closure panicked (in the drop of its capture): the
     // handle reports the panic, nothing escapes into the worker.
     match h.join() {
-        Err(TaskError::Panicked(msg)) => assert!(msg.contains("bomb dropped"), "{msg}"),
+        Err(TaskError::Panicked(msg)) => assert!(msg.message().contains("bomb dropped"), "{msg}"),
         other => panic!("expected Panicked, got {other:?}"),
     }
     assert_eq!(drops.load(Ordering::SeqCst), 1);
@@ -289,7 +290,7 @@ fn panic_payload_panics_in_drop() {
     let d = drops.clone();
     let periodic = pool
         .schedule_with_fixed_delay(
-            move || std::panic::panic_any(Bomb(d.clone())),
+            move || -> () { std::panic::panic_any(Bomb(d.clone())) },
             Duration::ZERO,
             Duration::from_millis(1),
         )
@@ -353,7 +354,7 @@ fn a_pending_task_swallows_a_panicking_result_dropped_after_its_run() {
 struct Exploding;
 
 impl RunOutcome for Exploding {
-    fn into_next(self) -> Next {
+    fn into_next(self) -> Result<Next, String> {
         panic!("into_next exploded");
     }
 }
@@ -424,4 +425,220 @@ fn delay_queue_elements_that_panic() {
     assert!(q2.is_empty());
     schedpool::internals::check_delay_queue(&q2).unwrap();
     assert!(q2.poll().is_none());
+}
+
+// ===== bodies that return Err =====
+
+#[derive(Debug)]
+struct HealthError(u32);
+
+impl std::fmt::Display for HealthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "health check failed: status {}", self.0)
+    }
+}
+
+/// A fixed-rate body returning `Result<(), E>`: under the default
+/// `OnFailure::Stop`, the first `Err` stops it and completes the handle with
+/// `TaskError::Failed(text)`; `failure_count`, `last_failure`, the failure
+/// handler, the after hook and both counters see it, as a panic.
+#[test]
+fn an_err_from_a_periodic_body_is_a_failure_seen_as_a_panic_is() {
+    use schedpool::{ManualClock, OnFailure};
+    let seen: common::Log<(bool, String)> = common::Log::new();
+    let after: common::Log<Option<String>> = common::Log::new();
+    let (s, a) = (seen.clone(), after.clone());
+    let clock = ManualClock::new();
+    let pool = PoolGuard(
+        ScheduledThreadPool::builder()
+            .core_threads(1)
+            .clock(clock.clone())
+            .failure_handler(move |f| s.push((f.is_panic(), f.message().to_owned())))
+            .after_execute(move |_, failure| a.push(failure.map(str::to_owned)))
+            .build()
+            .unwrap(),
+    );
+    let mut runs = 0;
+    let h = pool
+        .schedule_at_fixed_rate(
+            move || -> Result<(), HealthError> {
+                runs += 1;
+                if runs == 3 {
+                    Err(HealthError(503))
+                } else {
+                    Ok(())
+                }
+            },
+            Duration::ZERO,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(
+        h.join(),
+        Err(TaskError::Failed("health check failed: status 503".into()))
+    );
+    eventually("reported", || seen.len() == 1 && after.len() == 3);
+    assert_eq!(
+        seen.get(),
+        vec![(false, "health check failed: status 503".to_owned())]
+    );
+    assert_eq!(
+        after.get(),
+        vec![
+            None,
+            None,
+            Some("health check failed: status 503".to_owned())
+        ]
+    );
+    let stats = pool.stats();
+    assert_eq!((stats.failed, stats.panicked), (1, 0));
+
+    // Continue: the schedule goes on; the handle counts and keeps the text.
+    let mut n = 0u32;
+    let h = pool
+        .with_fixed_delay(Duration::from_secs(1))
+        .on_failure(OnFailure::Continue)
+        .max_runs(4)
+        .start(move || -> Result<(), String> {
+            n += 1;
+            if n % 2 == 0 {
+                Err(format!("odd run {n}"))
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap();
+    for _ in 0..4 {
+        assert!(pool.wait_idle(EVENTUALLY));
+        clock.advance(Duration::from_secs(1));
+    }
+    assert_eq!(h.join(), Ok(()), "Continue: the run limit ends it");
+    assert_eq!(pool.stats().failed, 3);
+}
+
+/// The shapes a Rust user writes compile and report: `io::Result`,
+/// `Box<dyn Error>` (not `Send`), `&str`; a steering body's `Result<Next, E>`
+/// and `Result<Option<Duration>, E>`; and `execute` with an `Err`, which has
+/// no handle and would otherwise vanish.
+#[test]
+fn common_result_shapes_compile_and_fail_the_run() {
+    use schedpool::{ManualClock, Next, OnFailure};
+    let clock = ManualClock::new();
+    let pool = PoolGuard(
+        ScheduledThreadPool::builder()
+            .core_threads(1)
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+    );
+    let io = pool
+        .schedule_with_fixed_delay(
+            || -> std::io::Result<()> { Err(std::io::Error::other("disk full")) },
+            Duration::ZERO,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+    let boxed = pool
+        .at_fixed_rate(Duration::from_secs(1))
+        .start(|| -> Result<(), Box<dyn std::error::Error>> { Err("parse failed".into()) })
+        .unwrap();
+    let mut polls = 0;
+    let steering = pool
+        .at_fixed_rate(Duration::from_secs(1))
+        .on_failure(OnFailure::Backoff {
+            initial: Duration::from_secs(5),
+            max: Duration::from_secs(5),
+        })
+        .start_dynamic(move || -> Result<Next, &'static str> {
+            polls += 1;
+            match polls {
+                1 => Err("upstream down"),
+                2 => Ok(Next::Continue),
+                _ => Ok(Next::Stop),
+            }
+        })
+        .unwrap();
+    let dynamic = pool
+        .schedule_dynamic(
+            || -> Result<Option<Duration>, HealthError> { Err(HealthError(500)) },
+            Duration::ZERO,
+        )
+        .unwrap();
+    pool.execute(|| -> Result<(), HealthError> { Err(HealthError(418)) })
+        .unwrap();
+    assert!(pool.wait_idle(EVENTUALLY));
+    assert_eq!(io.join(), Err(TaskError::Failed("disk full".into())));
+    assert_eq!(boxed.join(), Err(TaskError::Failed("parse failed".into())));
+    assert_eq!(
+        dynamic.join(),
+        Err(TaskError::Failed("health check failed: status 500".into()))
+    );
+    assert_eq!(steering.failure_count(), 1);
+    assert_eq!(steering.last_failure().as_deref(), Some("upstream down"));
+    assert!(!steering.is_done(), "Backoff: retried in 5 s");
+    clock.advance(Duration::from_secs(5));
+    assert!(pool.wait_idle(EVENTUALLY));
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(steering.join(), Ok(()));
+    // io, boxed, dynamic, steering's first run and the execute.
+    assert_eq!(pool.stats().failed, 5);
+    assert_eq!(pool.stats().panicked, 0);
+}
+
+/// A one-shot task's `Result` is its value: the handle gives it back, and
+/// it is not a failed run.
+#[test]
+fn a_one_shot_result_is_the_handles_value_not_a_failure() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    let h = pool
+        .submit(|| -> Result<u32, HealthError> { Err(HealthError(404)) })
+        .unwrap();
+    let id_failures = h.failure_count();
+    assert!(matches!(h.join(), Ok(Err(HealthError(404)))));
+    assert_eq!(id_failures, 0);
+    assert_eq!(pool.stats().failed, 0);
+}
+
+/// `TaskError::Panicked` keeps the payload: `into_panic` gives it back, for
+/// `resume_unwind` (a `String` payload as is; a non-string one goes to the
+/// failure handler, and the handle's is the message).
+#[test]
+fn a_panicked_task_error_keeps_its_payload() {
+    let pool = PoolGuard(ScheduledThreadPool::new(1));
+    let code = std::hint::black_box(7);
+    let err = pool
+        .submit(move || -> u8 { panic!("code {code}") })
+        .unwrap()
+        .join()
+        .unwrap_err();
+    assert!(err.is_panic());
+    let payload = err.into_panic();
+    assert_eq!(
+        payload.downcast_ref::<String>().map(String::as_str),
+        Some("code 7")
+    );
+    let err = pool
+        .submit(|| -> u8 { panic!("static") })
+        .unwrap()
+        .join()
+        .unwrap_err();
+    assert_eq!(err.into_panic().downcast_ref::<&str>(), Some(&"static"));
+    let err = pool
+        .submit(|| -> u8 { panic!("re-raised") })
+        .unwrap()
+        .join()
+        .unwrap_err();
+    let resumed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        std::panic::resume_unwind(err.into_panic())
+    }))
+    .unwrap_err();
+    assert_eq!(resumed.downcast_ref::<&str>(), Some(&"re-raised"));
+    // Not a panic: try_into_panic hands the error back.
+    let h = pool.schedule(|| 1u8, Duration::from_secs(60)).unwrap();
+    assert!(h.cancel());
+    assert_eq!(
+        h.join().unwrap_err().try_into_panic().unwrap_err(),
+        TaskError::Cancelled
+    );
 }

@@ -1,0 +1,6 @@
+// The user guide, docs/guide.md, rendered as this module's documentation
+// so that it is reachable from the API reference (and on docs.rs). Its
+// snippets are fragments (each assumes the names it uses), so this module
+// is left out when rustdoc collects doctests (`cfg(not(doctest))` in
+// lib.rs); the runnable examples are in the API docs and in examples/.
+#![doc = include_str!("../docs/guide.md")]
