@@ -18,7 +18,7 @@ UNIT_FILTERS="task::ptr::tests:: task::once::tests:: heap::tests::prefetch_"
 # Integration tests that run the unsafe code hard (STRESS_TESTS="" runs
 # none), and their scale.
 STRESS_TESTS="${STRESS_TESTS-ledger cancel handover_stress}"
-export LEDGER_TASKS="${LEDGER_TASKS:-20000}" LEDGER_ROUNDS="${LEDGER_ROUNDS:-1}"
+export LEDGER_TASKS="${LEDGER_TASKS:-6000}" LEDGER_ROUNDS="${LEDGER_ROUNDS:-1}"
 
 cd "$(dirname "$0")/.."
 # shellcheck source=.ci/unsafe-lib.sh
