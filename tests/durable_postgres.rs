@@ -394,9 +394,16 @@ fn the_server_killed_and_restarted_loses_no_committed_put_and_redelivers_no_ack(
                         let id = d.id().to_string();
                         assert!(d.claimed_ms() >= d.deadline_ms());
                         match d.ack() {
-                            Ok(()) => acked.lock().unwrap().insert(id),
-                            Err(_) => unsure.lock().unwrap().insert(id),
-                        };
+                            // Ids are unique: an id acked twice was
+                            // redelivered after an ack that landed.
+                            Ok(()) => assert!(
+                                acked.lock().unwrap().insert(id.clone()),
+                                "{id} delivered again after its ack landed"
+                            ),
+                            Err(_) => {
+                                unsure.lock().unwrap().insert(id);
+                            }
+                        }
                     }
                 }
             })
@@ -716,6 +723,39 @@ fn errors_map_to_the_durable_kinds_and_never_panic() {
         db.batch_execute("SELECT pg_reload_conf()").unwrap();
         thread::sleep(Duration::from_millis(300));
         put(&b).unwrap();
+        // A serialization failure in the caller's transaction: a REPEATABLE
+        // READ transaction whose snapshot predates another session's update
+        // of the same row cannot update it (SQLSTATE 40001). Retrying is the
+        // caller's (its transaction is aborted): Unavailable, the source kept.
+        let mut caller = pg.client();
+        let mut tx = caller
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .start()
+            .unwrap();
+        tx.batch_execute("SELECT 1").unwrap(); // takes the snapshot
+        put(&b).unwrap(); // another session replaces "k"
+        let err = b
+            .put_in(
+                &mut tx,
+                "k",
+                &env,
+                When::After(Duration::ZERO),
+                PutMode::Replace,
+            )
+            .unwrap_err();
+        assert!(err.is_unavailable(), "serialization failure: {err:?}");
+        let source = std::error::Error::source(&err).expect("the postgres error is kept");
+        let code = source
+            .downcast_ref::<postgres::Error>()
+            .and_then(postgres::Error::code)
+            .cloned();
+        assert_eq!(
+            code,
+            Some(postgres::error::SqlState::T_R_SERIALIZATION_FAILURE),
+            "{err:?}"
+        );
+        drop(tx);
         // A missing table.
         db.batch_execute("DROP TABLE schedpool.items CASCADE")
             .unwrap();
