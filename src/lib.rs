@@ -115,6 +115,8 @@
 //! | `schedpool_durable_dead_lettered_total` | counter | count | `pool` | `DurableStats::dead_lettered` |
 //! | `schedpool_durable_lease_lost_total` | counter | count | `pool` | `DurableStats::lease_lost` |
 //! | `schedpool_durable_deferred_total` | counter | count | `pool` | `DurableStats::deferred` |
+//! | `schedpool_durable_fires_skipped_total` | counter | count | `pool` | `DurableStats::fires_skipped` |
+//! | `schedpool_durable_fires_coalesced_total` | counter | count | `pool` | `DurableStats::fires_coalesced` |
 //!
 //! What it costs: a run records its two histograms on its worker (two
 //! handle calls and a clock read); nothing else is done per task. A

@@ -296,6 +296,8 @@ fn every_durable_metric_reads_back_with_its_value() {
         "schedpool_durable_dead_lettered_total",
         "schedpool_durable_lease_lost_total",
         "schedpool_durable_deferred_total",
+        "schedpool_durable_fires_skipped_total",
+        "schedpool_durable_fires_coalesced_total",
     ];
     assert_described(&seen, &seconds, &counts);
 }

@@ -243,6 +243,22 @@ impl Panic {
     }
 }
 
+/// The message, so `Panicked(msg) => msg.contains("..")` reads as it did
+/// when the variant held a `String`.
+impl std::ops::Deref for Panic {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.message
+    }
+}
+
+impl AsRef<str> for Panic {
+    fn as_ref(&self) -> &str {
+        &self.message
+    }
+}
+
 impl From<&str> for Panic {
     fn from(message: &str) -> Self {
         Panic::from(message.to_owned())

@@ -30,12 +30,17 @@ mod error;
 mod zone;
 
 #[cfg(feature = "calendar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "calendar")))]
 pub use aligned::Aligned;
 #[cfg(feature = "calendar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "calendar")))]
 pub use cron::Cron;
 #[cfg(feature = "calendar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "calendar")))]
 pub use daily::Daily;
 #[cfg(feature = "calendar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "calendar")))]
 pub use dst::{Gap, Overlap};
 #[cfg(feature = "calendar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "calendar")))]
 pub use error::{CalendarError, CalendarErrorKind};

@@ -34,6 +34,8 @@ const RETRIED: &str = "schedpool_durable_retried_total";
 const DEAD_LETTERED: &str = "schedpool_durable_dead_lettered_total";
 const LEASE_LOST: &str = "schedpool_durable_lease_lost_total";
 const DEFERRED: &str = "schedpool_durable_deferred_total";
+const FIRES_SKIPPED: &str = "schedpool_durable_fires_skipped_total";
+const FIRES_COALESCED: &str = "schedpool_durable_fires_coalesced_total";
 
 /// How often a durable pool publishes by default: each sample costs three
 /// store calls (PostgreSQL counts the queue's rows).
@@ -41,13 +43,16 @@ pub(super) const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
 /// The shortest interval accepted (shorter ones are raised to it).
 const MIN_INTERVAL: Duration = Duration::from_millis(1);
 
+/// How many counters a durable pool publishes.
+const N: usize = 8;
+
 /// The pool's handles: gauges, then counters in [`Counters`]' order.
 struct Handles {
     pending: Gauge,
     in_flight: Gauge,
     dead: Gauge,
     lag: Gauge,
-    counters: [Counter; 6],
+    counters: [Counter; N],
 }
 
 impl Handles {
@@ -69,13 +74,15 @@ impl Handles {
                 counter(DEAD_LETTERED),
                 counter(LEASE_LOST),
                 counter(DEFERRED),
+                counter(FIRES_SKIPPED),
+                counter(FIRES_COALESCED),
             ],
         }
     }
 }
 
 /// The pool's counters, in the order of [`Handles::counters`].
-fn counts(c: &Counters) -> [u64; 6] {
+fn counts(c: &Counters) -> [u64; N] {
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
     [
         get(&c.succeeded),
@@ -84,6 +91,8 @@ fn counts(c: &Counters) -> [u64; 6] {
         get(&c.dead_lettered),
         get(&c.lease_lost),
         get(&c.deferred),
+        get(&c.fires_skipped),
+        get(&c.fires_coalesced),
     ]
 }
 
@@ -104,7 +113,7 @@ pub(super) fn start(inner: &Arc<Inner>, name: &str, interval: Duration) {
 }
 
 fn run(inner: &Inner, handles: &Handles, interval: Duration) {
-    let mut last = [0u64; 6];
+    let mut last = [0u64; N];
     loop {
         publish(inner, handles, &mut last);
         let mut s = inner.state.lock();
@@ -125,7 +134,7 @@ fn run(inner: &Inner, handles: &Handles, interval: Duration) {
 }
 
 /// One sample: the counters' growth since `last`, and the store's gauges.
-fn publish(inner: &Inner, handles: &Handles, last: &mut [u64; 6]) {
+fn publish(inner: &Inner, handles: &Handles, last: &mut [u64; N]) {
     let now = counts(&inner.counters);
     for ((counter, now), last) in handles.counters.iter().zip(now).zip(last.iter_mut()) {
         if now > *last {
@@ -193,5 +202,15 @@ fn describe() {
         DEFERRED,
         Unit::Count,
         "Items given back unrun: no handler for their kind in this process."
+    );
+    describe_counter!(
+        FIRES_SKIPPED,
+        Unit::Count,
+        "Missed calendar fires this process dropped (Misfire::skip, the cap of run_all, or max_lateness)."
+    );
+    describe_counter!(
+        FIRES_COALESCED,
+        Unit::Count,
+        "Missed calendar fires this process folded into one later run (Misfire::run_once)."
     );
 }

@@ -203,6 +203,7 @@ impl DurablePoolBuilder {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn metrics_interval(mut self, interval: Duration) -> Self {
         self.metrics_interval = interval;
         self

@@ -101,6 +101,7 @@ impl PostgresBackend {
 
 // ===== impl DurableQueue (feature postgres) =====
 
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 impl<T: Payload> DurableQueue<T> {
     /// [`put`](Self::put) in the caller's transaction `tx` (feature
     /// `postgres`): the item exists only if `tx` commits.
@@ -166,6 +167,7 @@ impl<T: Payload> DurableQueue<T> {
 
 // ===== impl DurablePool (feature postgres) =====
 
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 impl DurablePool {
     /// [`schedule`](Self::schedule) in the caller's transaction `tx`
     /// (feature `postgres`): "insert the order and its timeout" commits or
