@@ -643,3 +643,34 @@ fn a_panicked_task_error_keeps_its_payload() {
         TaskError::Cancelled
     );
 }
+
+/// A payload that is not a string goes, whole, to the pool's failure
+/// handler (it is not `Clone`, so only one holder can have it); the handle's
+/// `into_panic` then gives the message as a `String`, as `Panic`'s docs say.
+#[test]
+fn a_payload_of_another_type_goes_whole_to_the_failure_handler() {
+    #[derive(Debug, PartialEq)]
+    struct Code(u32);
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let pool = PoolGuard(
+        ScheduledThreadPool::builder()
+            .core_threads(1)
+            .failure_handler(move |f| {
+                let code = f.payload().downcast_ref::<Code>().map(|c| c.0);
+                tx.lock().unwrap().send(code).unwrap();
+            })
+            .build()
+            .unwrap(),
+    );
+    let err = pool
+        .submit(|| -> u8 { std::panic::panic_any(Code(42)) })
+        .unwrap()
+        .join()
+        .unwrap_err();
+    assert!(err.is_panic());
+    let payload = err.into_panic();
+    assert!(payload.downcast_ref::<Code>().is_none());
+    assert!(payload.downcast_ref::<String>().is_some(), "the message");
+    assert_eq!(rx.recv_timeout(EVENTUALLY).unwrap(), Some(42));
+}
