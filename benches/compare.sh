@@ -266,6 +266,47 @@ print_table() { # mode
         }' "$SUMMARY"
 }
 
+# ---- issue 5's targets (the first performance issue), checked on the medians ----
+print_targets_issue5() {
+    awk -F, '
+        NR > 1 { m[$1 "|" $2 "|" $4] = $6 }
+        function g(w, met, imp) { return m[w "|" met "|" imp] }
+        function chk(name, ok, detail) {
+            if (detail == "") { printf "  %-44s %s\n", name, "n/a"; return }
+            printf "  %-44s %-4s %s\n", name, ok ? "PASS" : "MISS", detail
+        }
+        END {
+            sp = "schedpool"; st = "scheduled-thread-pool"; jd = "jdk17-stpe"
+            print "issue 5 targets (on the medians; JDK = jdk17-stpe):"
+            a = g("W1", "schedule", sp); b = g("W1", "schedule", st)
+            chk("W1 schedule <= 0.5x scheduled-thread-pool", a != "" && b != "" && a <= 0.5 * b,
+                (a != "" && b != "") ? sprintf("%.1f vs %.1f ns (%.2fx)", a, b, a / b) : "")
+            a = g("W2", "cancel", sp); b = g("W2", "cancel", jd)
+            chk("W2 cancel <= 0.25x JDK", a != "" && b != "" && a <= 0.25 * b,
+                (a != "" && b != "") ? sprintf("%.1f vs %.1f ns (%.2fx)", a, b, a / b) : "")
+            a = g("W2", "retained", sp)
+            chk("W2 retained <= 1 MiB", a != "" && a <= 1048576, a != "" ? sprintf("%.0f bytes", a) : "")
+            a = g("W3", "throughput", sp); b = g("W3", "throughput", st)
+            chk("W3 >= 2x scheduled-thread-pool", a != "" && b != "" && a >= 2 * b,
+                (a != "" && b != "") ? sprintf("%.0f vs %.0f tasks/s (%.2fx)", a, b, a / b) : "")
+            a = g("W4", "p50", sp); b = g("W4", "p99", sp)
+            chk("W4 p50 <= 40 us, p99 <= 100 us", a != "" && b != "" && a <= 40 && b <= 100,
+                (a != "" && b != "") ? sprintf("p50 %.1f us, p99 %.1f us", a, b) : "")
+            a = g("W5", "runs/expected", sp)
+            chk("W5 runs/expected >= 0.999", a != "" && a >= 0.999, a != "" ? sprintf("%.4f", a) : "")
+            a = g("W6", "heap/task", sp)
+            chk("W6 <= 64 B/task", a != "" && a <= 64, a != "" ? sprintf("%.1f B/task", a) : "")
+            a = g("W7", "throughput", sp); b = g("W7", "throughput", st)
+            chk("W7 >= 1.5x scheduled-thread-pool", a != "" && b != "" && a >= 1.5 * b,
+                (a != "" && b != "") ? sprintf("%.0f vs %.0f tasks/s (%.2fx)", a, b, a / b) : "")
+            a = g("W8", "cancel@1k", sp); b = g("W8", "cancel@1M", sp)
+            if (b == "") b = g("W8", "cancel@10k", sp)
+            # log2(1M)/log2(1k) = 2: allow 2x that for cache misses
+            chk("W8 ~log n (cost@max / cost@1k <= 4)", a != "" && b != "" && b <= 4 * a,
+                (a != "" && b != "") ? sprintf("%.1f -> %.1f ns (%.2fx)", a, b, b / a) : "")
+        }' "$SUMMARY"
+}
+
 # ---- the targets, checked on the medians ----------------------------------------
 print_targets() {
     awk -F, '
@@ -331,6 +372,8 @@ print_targets() {
     echo
     echo "min..max over the runs:"
     print_table spread
+    echo
+    print_targets_issue5
     echo
     print_targets
     echo
