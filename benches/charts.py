@@ -26,8 +26,9 @@ import statistics
 import sys
 from xml.sax.saxutils import escape
 
-IMPLS = ["schedpool", "scheduled-thread-pool", "jdk17-stpe"]
-COLORS = {"schedpool": "#d9480f", "scheduled-thread-pool": "#1c7ed6", "jdk17-stpe": "#5c940d"}
+IMPLS = ["schedpool", "scheduled-thread-pool", "jdk17-stpe", "jdk25-stpe", "jdk25-fjp", "tokio"]
+COLORS = {"schedpool": "#d9480f", "scheduled-thread-pool": "#1c7ed6", "jdk17-stpe": "#5c940d",
+          "jdk25-stpe": "#94d82d", "jdk25-fjp": "#7048e8", "tokio": "#495057"}
 FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
 
 
@@ -205,11 +206,12 @@ def placement_chart(path, results):
               "Runs that stayed in one\nplacement; median, min..max")
 
 
-def lateness_cdf(path, results):
-    files = glob.glob(os.path.join(results, "raw", "w4-lateness-*-r*.csv"))
+def lateness_cdf(path, results, label="w4", targets=((40, "p50 <= 40 us", 0.5), (100, "p99 <= 100 us", 0.01)),
+                 what="W4 lateness (start - deadline), delays in [0, 1 s)"):
+    files = glob.glob(os.path.join(results, "raw", label + "-lateness-*-r*.csv"))
     samples = {}
     for f in files:
-        m = re.match(r"w4-lateness-(.+)-r\d+\.csv$", os.path.basename(f))
+        m = re.match(label + r"-lateness-(.+)-r\d+\.csv$", os.path.basename(f))
         if not m:
             continue
         with open(f) as fh:
@@ -218,7 +220,7 @@ def lateness_cdf(path, results):
     impls = [i for i in IMPLS if i in samples] + [i for i in samples if i not in IMPLS]
     if not impls:
         return
-    W, H = 720, 400
+    W, H = 720, max(400, 140 + 48 * len(impls))
     left, right, top, bottom = 70, 200, 50, 60
     pw, ph = W - left - right, H - top - bottom
     # x: lateness in us, log10 from 1 us to max
@@ -237,8 +239,8 @@ def lateness_cdf(path, results):
 
     s = Svg(W, H)
     runs = len({os.path.basename(f).rsplit("-r", 1)[1] for f in files})
-    s.text(left + pw / 2, 26, "W4 lateness (start - deadline), delays in [0, 1 s): %d samples, %d run(s)"
-           % (nmax, runs), 13, "middle", weight="bold")
+    s.text(left + pw / 2, 26, "%s: %d samples, %d run(s)"
+           % (what, nmax, runs), 13, "middle", weight="bold")
     for e in range(int(xmin), int(xmax) + 1):
         x = X(10 ** e)
         s.line(x, top, x, top + ph, "#e5e5e5")
@@ -248,7 +250,7 @@ def lateness_cdf(path, results):
         s.text(left - 6, Y(10 ** e) + 4, "%g" % (10 ** e), 11, "end", "#555")
     s.line(left, top, left, top + ph, "#333")
     s.line(left, top + ph, left + pw, top + ph, "#333")
-    for t, lab, q in ((40, "p50 <= 40 us", 0.5), (100, "p99 <= 100 us", 0.01)):
+    for t, lab, q in targets:
         s.line(X(t), Y(q), X(t), top + ph, "#aa0000", 1, "4,3")
         s.line(left, Y(q), X(t), Y(q), "#aa0000", 1, "4,3")
         s.text(left + 6, Y(q) - 4, "target " + lab, 10, "start", "#aa0000")
@@ -381,6 +383,14 @@ def main():
               data, "bytes per task",
               "Rust: requested bytes (counting\nglobal allocator); JDK: heap\nused after System.gc()")
     lateness_cdf(os.path.join(a.out, "w4-lateness.svg"), a.results)
+    lateness_cdf(os.path.join(a.out, "w4l-lateness.svg"), a.results, "w4l", (),
+                 "W4L lateness, both cores held by two busy loops")
+    bar_chart(os.path.join(a.out, "w9.svg"), "W9 timeouts: cost per timeout (lower is better)",
+              [("W9: caller, schedule + cancel", "W9", "pair (caller)"),
+               ("W9: CPU of all threads", "W9", "cpu all threads"),
+               ("W9L: caller (cores busy)", "W9L", "pair (caller)"),
+               ("W9L: CPU of all threads", "W9L", "cpu all threads")],
+              data, "ns per timeout", "2 producers x 250k/s, 2 s;\n90 % cancelled;\nbars: median, whiskers:\nmin..max of the runs")
     placement_chart(os.path.join(a.out, "throughput-by-placement.svg"), a.results)
     cancel_curve(os.path.join(a.out, "w8-cancel.svg"), data)
     instr = os.path.join(a.results, "w8-instructions.csv")

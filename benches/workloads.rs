@@ -9,7 +9,8 @@
 //! cargo bench --bench workloads -- --impl schedpool --only W4,W5 --run 2 --csv /tmp/x.csv
 //! ```
 //!
-//! Options (after `--`): `--impl schedpool|scheduled-thread-pool|stp|all` (default all),
+//! Options (after `--`): `--impl schedpool|scheduled-thread-pool|stp|tokio|all` (default all:
+//! the two pools; `tokio` runs only the timeout workloads W4, W9, W4L, W9L),
 //! `--only W1,W2,...` (default all), `--run N` (tag of the run, default 0),
 //! `--csv PATH` (default `target/bench-results/workloads.csv`; a `.json` is written beside it).
 //!
@@ -31,6 +32,10 @@
 //! | W9L | W9 under the same load                                 | as W9 |
 //!
 //! `--burn` makes the binary a busy loop until killed (the load of W4L and W9L).
+//!
+//! Every timed workload also reports `cpu all threads`: user + system CPU time of
+//! every thread of the process (`getrusage(RUSAGE_SELF)`) over the measured
+//! section, per operation, so that work moved to another thread is not free.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -75,6 +80,7 @@ fn parse_args() -> Args {
                     "all" => vec![Sp::NAME.to_string(), Stp::NAME.to_string()],
                     "sp" | "schedpool" => vec![Sp::NAME.to_string()],
                     "stp" | "scheduled-thread-pool" => vec![Stp::NAME.to_string()],
+                    "tokio" => vec![Tokio::NAME.to_string()],
                     other => panic!("unknown --impl {other}"),
                 }
             }
@@ -101,6 +107,92 @@ impl Args {
 }
 
 // --------------------------------------------------------------------------
+// tokio's timer: the peer of the timeout workloads (issue 23)
+// --------------------------------------------------------------------------
+
+/// tokio's timer as a Rust service uses it: a 2-worker multi-thread runtime;
+/// a task is `spawn(async move { sleep_until(deadline).await; f() })` with the
+/// deadline taken at the call, and cancel is `JoinHandle::abort()` (the
+/// future, and so the closure, is dropped when a worker next polls the
+/// aborted task). Submitters are plain threads (not runtime workers), as in
+/// the other pools' runs. Only W4, W9, W4L and W9L run on it.
+struct Tokio {
+    rt: tokio::runtime::Runtime,
+    prefix: String,
+}
+
+impl BenchPool for Tokio {
+    const NAME: &'static str = "tokio";
+    type Handle = tokio::task::JoinHandle<()>;
+
+    fn with_threads(n: usize) -> Self {
+        let prefix = next_pool_prefix("tkb");
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_time()
+            .thread_name(format!("{prefix}-w"))
+            .build()
+            .expect("tokio: build");
+        Tokio { rt, prefix }
+    }
+
+    #[inline]
+    fn schedule<F: FnOnce() + Send + 'static>(&self, delay: Duration, f: F) -> Self::Handle {
+        let deadline = tokio::time::Instant::now() + delay;
+        self.rt.spawn(async move {
+            tokio::time::sleep_until(deadline).await;
+            f()
+        })
+    }
+
+    #[inline]
+    fn execute<F: FnOnce() + Send + 'static>(&self, f: F) {
+        drop(self.rt.spawn(async move { f() }));
+    }
+
+    fn fixed_rate<F: FnMut() + Send + 'static>(
+        &self,
+        initial: Duration,
+        period: Duration,
+        mut f: F,
+    ) -> Self::Handle {
+        let start = tokio::time::Instant::now() + initial;
+        self.rt.spawn(async move {
+            let mut iv = tokio::time::interval_at(start, period);
+            iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+            loop {
+                iv.tick().await;
+                f();
+            }
+        })
+    }
+
+    #[inline]
+    fn cancel(h: &Self::Handle) {
+        h.abort();
+    }
+
+    /// False if the task had already finished (it ran).
+    #[inline]
+    fn try_cancel(h: &Self::Handle) -> bool {
+        let done = h.is_finished();
+        h.abort();
+        !done
+    }
+
+    /// Tasks alive (pending timers, and aborted tasks not yet dropped).
+    fn queue_len(&self) -> Option<usize> {
+        Some(self.rt.metrics().num_alive_tasks())
+    }
+
+    fn teardown(self) {
+        let Tokio { rt, prefix } = self;
+        rt.shutdown_timeout(Duration::from_secs(30));
+        wait_threads_gone(&prefix, Duration::from_secs(30));
+    }
+}
+
+// --------------------------------------------------------------------------
 // Workloads
 // --------------------------------------------------------------------------
 
@@ -123,17 +215,21 @@ fn warmup<P: BenchPool>() {
 }
 
 /// W1's timed loop: schedules a no-op after each of `ds` into a new pool;
-/// returns the pool, the handles, the time and the minor page faults taken.
-fn schedule_all<P: BenchPool>(ds: &[Duration]) -> (P, Vec<P::Handle>, Duration, u64) {
+/// returns the pool, the handles, the time, the minor page faults taken and
+/// the CPU time of all threads.
+#[allow(clippy::type_complexity)]
+fn schedule_all<P: BenchPool>(ds: &[Duration]) -> (P, Vec<P::Handle>, Duration, u64, u64) {
     let pool = P::with_threads(2);
     let mut handles = Vec::with_capacity(ds.len());
     let f0 = minor_faults();
+    let c0 = process_cpu_ns();
     let t = Instant::now();
     for &d in ds {
         handles.push(pool.schedule(d, noop));
     }
     let took = t.elapsed();
-    (pool, handles, took, minor_faults() - f0)
+    let cpu = process_cpu_ns() - c0;
+    (pool, handles, took, minor_faults() - f0, cpu)
 }
 
 /// W1 (ns per schedule) and W2 (ns per cancel, random order).
@@ -142,12 +238,14 @@ fn w1_w2<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
     let ds = delays(SEED_DELAYS, n, LONG_MIN, LONG_SPAN);
     let perm = permutation(SEED_PERM, n);
 
-    let (pool, handles, sched, faults) = schedule_all::<P>(&ds);
+    let (pool, handles, sched, faults, sched_cpu) = schedule_all::<P>(&ds);
+    let c0 = process_cpu_ns();
     let t = Instant::now();
     for &i in &perm {
         P::cancel(&handles[i as usize]);
     }
     let cancel = t.elapsed();
+    let cancel_cpu = process_cpu_ns() - c0;
     drop(handles);
     pool.teardown();
 
@@ -155,13 +253,21 @@ fn w1_w2<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
     // same process. The allocator may now hand out memory the first round
     // freed (how much it kept is glibc's choice), so the difference between
     // the two rows is about what first-touching fresh pages costs W1.
-    let (pool, handles, again, faults_again) = schedule_all::<P>(&ds);
+    let (pool, handles, again, faults_again, _) = schedule_all::<P>(&ds);
     drop(handles);
     pool.teardown();
 
     let per_op = |d: Duration| d.as_nanos() as f64 / n as f64;
     let per_1k = |f: u64| f as f64 * 1000.0 / n as f64;
+    let cpu_per_op = |ns: u64| ns as f64 / n as f64;
     rows.push(row(P::NAME, "W1", "schedule", "ns/op", per_op(sched)));
+    rows.push(row(
+        P::NAME,
+        "W1",
+        "cpu all threads",
+        "ns/op",
+        cpu_per_op(sched_cpu),
+    ));
     rows.push(row(P::NAME, "W1", "page faults", "per 1k", per_1k(faults)));
     rows.push(row(P::NAME, "W1", "schedule again", "ns/op", per_op(again)));
     rows.push(row(
@@ -177,6 +283,13 @@ fn w1_w2<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
         "cancel",
         "ns/op",
         cancel.as_nanos() as f64 / n as f64,
+    ));
+    rows.push(row(
+        P::NAME,
+        "W2",
+        "cpu all threads",
+        "ns/op",
+        cpu_per_op(cancel_cpu),
     ));
 }
 
@@ -246,6 +359,7 @@ fn w3<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
     let n = p.n_zero;
     let pool = P::with_threads(2);
     let latch = Latch::leak(n);
+    let c0 = process_cpu_ns();
     let t = Instant::now();
     for _ in 0..n {
         pool.execute(move || latch.hit());
@@ -253,6 +367,7 @@ fn w3<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
     let submitted = t.elapsed();
     let ok = latch.wait(Duration::from_secs(120));
     let el = t.elapsed();
+    let cpu = process_cpu_ns() - c0;
     pool.teardown();
     if !ok {
         eprintln!("{}: W3 timed out", P::NAME);
@@ -275,6 +390,13 @@ fn w3<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
         "ns/op",
         submitted.as_nanos() as f64 / n as f64,
     ));
+    rows.push(row(
+        P::NAME,
+        "W3",
+        "cpu all threads",
+        "ns/task",
+        cpu as f64 / n as f64,
+    ));
 }
 
 /// W4: lateness (start − deadline) of one-shot tasks with delays in [0, 1 s).
@@ -290,6 +412,7 @@ fn w4<P: BenchPool>(p: &Params, run: u32, label: &str, rows: &mut Vec<Row>) {
         latch: Latch::leak(n),
     }));
     let pool = P::with_threads(2);
+    let c0 = process_cpu_ns();
     for (i, &d) in ds.iter().enumerate() {
         let deadline = Instant::now() + d;
         drop(pool.schedule(d, move || {
@@ -299,6 +422,7 @@ fn w4<P: BenchPool>(p: &Params, run: u32, label: &str, rows: &mut Vec<Row>) {
         }));
     }
     let ok = st.latch.wait(p.w4_window + Duration::from_secs(30));
+    let cpu = process_cpu_ns() - c0;
     pool.teardown();
     if !ok {
         eprintln!("{}: {label} timed out", P::NAME);
@@ -343,6 +467,13 @@ fn w4<P: BenchPool>(p: &Params, run: u32, label: &str, rows: &mut Vec<Row>) {
         "us",
         us(v.last().copied().unwrap_or(0)),
     ));
+    rows.push(row(
+        P::NAME,
+        label,
+        "cpu all threads",
+        "ns/task",
+        cpu as f64 / n as f64,
+    ));
 }
 
 /// W5: fixed-rate tasks; runs started inside the window vs deadlines inside it,
@@ -364,6 +495,7 @@ fn w5<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
             .into_boxed_slice(),
     );
     let pool = P::with_threads(2);
+    let c0 = process_cpu_ns();
     let t_start = Instant::now();
     let t_end = t_start + p.w5_duration;
     let mut t0s = Vec::with_capacity(n);
@@ -389,6 +521,7 @@ fn w5<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
     if t_end > now {
         thread::sleep(t_end - now + Duration::from_millis(20));
     }
+    let cpu = process_cpu_ns() - c0;
     for h in &handles {
         P::cancel(h);
     }
@@ -419,6 +552,13 @@ fn w5<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
         "us",
         worst as f64 / 1000.0,
     ));
+    rows.push(row(
+        P::NAME,
+        "W5",
+        "cpu all threads",
+        "ns/run",
+        cpu as f64 / runs.max(1) as f64,
+    ));
 }
 
 /// W7: two producer threads schedule tasks with delays in [0, 10 ms) while
@@ -430,6 +570,7 @@ fn w7<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
     let pool = P::with_threads(2);
     let latch = Latch::leak(2 * n);
     let barrier = Barrier::new(3);
+    let c0 = process_cpu_ns();
     let (ok, el) = thread::scope(|s| {
         for d in [&d0, &d1] {
             let pool = &pool;
@@ -446,6 +587,7 @@ fn w7<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
         let ok = latch.wait(Duration::from_secs(120));
         (ok, t.elapsed())
     });
+    let cpu = process_cpu_ns() - c0;
     pool.teardown();
     rows.push(row(
         P::NAME,
@@ -457,6 +599,13 @@ fn w7<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
         } else {
             f64::NAN
         },
+    ));
+    rows.push(row(
+        P::NAME,
+        "W7",
+        "cpu all threads",
+        "ns/task",
+        cpu as f64 / (2 * n) as f64,
     ));
 }
 
@@ -481,6 +630,7 @@ fn w8<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
         let mut rng = Rng::new(SEED_W8 + n as u64);
         let mut idx: Vec<u32> = (0..n as u32).collect();
         let mut total = Duration::ZERO;
+        let mut cpu = 0u64;
         let mut count = 0usize;
         for _ in 0..reps {
             let pool = P::with_threads(2);
@@ -489,11 +639,13 @@ fn w8<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
                 let j = i + rng.below((n - i) as u64) as usize;
                 idx.swap(i, j);
             }
+            let c0 = process_cpu_ns();
             let t = Instant::now();
             for &i in &idx[..k] {
                 P::cancel(&handles[i as usize]);
             }
             total += t.elapsed();
+            cpu += process_cpu_ns() - c0;
             count += k;
             drop(handles);
             pool.teardown();
@@ -505,11 +657,36 @@ fn w8<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
             "ns/op",
             total.as_nanos() as f64 / count as f64,
         ));
+        rows.push(row(
+            P::NAME,
+            "W8",
+            &format!("cpu@{}", size_label(n)),
+            "ns/op",
+            cpu as f64 / count as f64,
+        ));
     }
 }
 
 fn run_all<P: BenchPool>(p: &Params, a: &Args, rows: &mut Vec<Row>) {
     let step = |w: &str| eprintln!("[{}] {} ...", P::NAME, w);
+    // tokio's timer is the peer of the timeout workloads only.
+    let timeouts_only = P::NAME == Tokio::NAME;
+    let a = &Args {
+        imps: a.imps.clone(),
+        only: if timeouts_only {
+            Some(
+                ["W4", "W9", "W4L", "W9L"]
+                    .iter()
+                    .filter(|w| a.wants(w))
+                    .map(|w| w.to_string())
+                    .collect(),
+            )
+        } else {
+            a.only.clone()
+        },
+        run: a.run,
+        csv: a.csv.clone(),
+    };
     step("warm-up");
     warmup::<P>();
     // Each measurement between two readings of where the vCPUs sit
@@ -1193,6 +1370,8 @@ fn main() {
     for imp in &a.imps {
         if imp == Sp::NAME {
             run_all::<Sp>(&p, &a, &mut rows);
+        } else if imp == Tokio::NAME {
+            run_all::<Tokio>(&p, &a, &mut rows);
         } else {
             run_all::<Stp>(&p, &a, &mut rows);
         }

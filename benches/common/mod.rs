@@ -222,7 +222,7 @@ pub trait BenchPool: Send + Sync + Sized + 'static {
 
 static POOL_ID: AtomicUsize = AtomicUsize::new(0);
 
-fn next_pool_prefix(tag: &str) -> String {
+pub fn next_pool_prefix(tag: &str) -> String {
     format!(
         "{}{}",
         tag,

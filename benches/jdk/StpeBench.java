@@ -1,12 +1,27 @@
-// The JDK side of the schedpool benchmark harness (the "Performance" issue):
-// the workloads W1–W8 of benches/workloads.rs, run on JDK 17's
-// java.util.concurrent.ScheduledThreadPoolExecutor with 2 core threads and
-// setRemoveOnCancelPolicy(true). Same seeded delays and cancel order as the Rust
-// side (SplitMix64, same seeds), same table, same CSV columns:
+// The JDK side of the schedpool benchmark harness (the "Performance" issue and
+// issue 23): the workloads W1–W9, W4L and W9L of benches/workloads.rs, run on
+//   --impl jdk17-stpe   java.util.concurrent.ScheduledThreadPoolExecutor, 2 core
+//                       threads, setRemoveOnCancelPolicy(true) (run on JDK 17)
+//   --impl jdk25-stpe   the same class, run on JDK 25
+//   --impl jdk25-fjp    JDK 25's ForkJoinPool(2) used as a ScheduledExecutorService
+//                       (its DelayScheduler, JDK-8319447; run on JDK 25)
+// Same seeded delays and cancel order as the Rust side (SplitMix64, same
+// seeds), same table, same CSV columns:
 //   impl,workload,metric,unit,value
 //
-//   javac -d target/jdk-bench benches/jdk/StpeBench.java
-//   java -Xms3g -Xmx3g -cp target/jdk-bench StpeBench [--run N] [--csv PATH] [--out-dir DIR] [--only W1,W4]
+// Compiled once with JDK 17 (javac --release 17); ForkJoinPool is reached
+// through the ScheduledExecutorService interface (a cast via Object), which
+// only JDK 25's ForkJoinPool implements.
+//
+//   javac --release 17 -d target/jdk-bench benches/jdk/StpeBench.java
+//   java -Xms3g -Xmx3g -cp target/jdk-bench StpeBench [--impl NAME] [--run N] [--csv PATH]
+//        [--out-dir DIR] [--only W1,W4] [--burner PATH]
+// --burner PATH: the workloads binary, started twice as `PATH --burn` around
+// W4L and W9L (two busy loops holding both cores); without it they are skipped.
+//
+// Every timed workload also reports "cpu all threads": the process's CPU time
+// (OperatingSystemMXBean.getProcessCpuTime: every thread, JIT and GC included)
+// over the measured section, per operation.
 //
 // SCHEDPOOL_BENCH_QUICK=1 scales the counts down exactly as the Rust side does.
 // Heap (W2 retained, W6 per task) is MemoryMXBean heap-used after System.gc(),
@@ -24,16 +39,25 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.lang.management.ThreadMXBean;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
 
 public final class StpeBench {
-    static final String IMPL = "jdk17-stpe";
+    /** The column name: jdk17-stpe, jdk25-stpe or jdk25-fjp (set by --impl). */
+    static String IMPL = "jdk17-stpe";
+    /** True for the ForkJoinPool column. */
+    static boolean FJP = false;
 
     // ---- parameters (keep in sync with benches/common/mod.rs) ----
     static final class Params {
@@ -41,6 +65,7 @@ public final class StpeBench {
         int nPending, nZero, nLateness, nFixedRate, nPerProducer, w8MinCancels;
         long w4WindowNs, w5PeriodNs, w5DurationNs, w7WindowNs;
         int[] w8Sizes;
+        long w9Rate, w9DurationNs;
 
         static Params fromEnv() {
             String q = System.getenv("SCHEDPOOL_BENCH_QUICK");
@@ -51,20 +76,34 @@ public final class StpeBench {
                 p.w4WindowNs = 200_000_000L; p.nFixedRate = 100; p.w5PeriodNs = 1_000_000L;
                 p.w5DurationNs = 300_000_000L; p.nPerProducer = 10_000; p.w7WindowNs = 10_000_000L;
                 p.w8Sizes = new int[] {1_000, 10_000}; p.w8MinCancels = 1_000;
+                p.w9Rate = 250_000; p.w9DurationNs = 300_000_000L;
             } else {
                 p.nPending = 1_000_000; p.nZero = 1_000_000; p.nLateness = 10_000;
                 p.w4WindowNs = 1_000_000_000L; p.nFixedRate = 1_000; p.w5PeriodNs = 1_000_000L;
                 p.w5DurationNs = 2_000_000_000L; p.nPerProducer = 500_000; p.w7WindowNs = 10_000_000L;
                 p.w8Sizes = new int[] {1_000, 10_000, 100_000, 1_000_000}; p.w8MinCancels = 10_000;
+                p.w9Rate = 250_000; p.w9DurationNs = 2_000_000_000L;
             }
+            long rate = envLong("SCHEDPOOL_BENCH_W9_RATE"), ms = envLong("SCHEDPOOL_BENCH_W9_MS");
+            if (rate > 0) p.w9Rate = rate;
+            if (ms > 0) p.w9DurationNs = ms * 1_000_000L;
             return p;
+        }
+
+        static long envLong(String k) {
+            try {
+                String v = System.getenv(k);
+                return v == null ? 0 : Long.parseLong(v.trim());
+            } catch (NumberFormatException e) {
+                return 0;
+            }
         }
     }
 
     static final long LONG_MIN = 3_600_000_000_000L; // 1 h in ns
     static final long LONG_SPAN = 3_600_000_000_000L;
     static final long SEED_DELAYS = 0x5EED0001L, SEED_PERM = 0x5EED0002L, SEED_LATENESS = 0x5EED0004L,
-            SEED_PRODUCER = 0x5EED0007L, SEED_W8 = 0x5EED0008L;
+            SEED_PRODUCER = 0x5EED0007L, SEED_W8 = 0x5EED0008L, SEED_W9 = 0x5EED0009L;
 
     // ---- SplitMix64, identical to common::Rng ----
     static final class Rng {
@@ -103,14 +142,88 @@ public final class StpeBench {
     }
 
     // ---- pool ----
-    static ScheduledThreadPoolExecutor pool() {
+    static ScheduledExecutorService pool() {
+        if (FJP) {
+            // JDK 25: ForkJoinPool implements ScheduledExecutorService (compiled
+            // against 17, hence the cast via Object).
+            ScheduledExecutorService ex = (ScheduledExecutorService) (Object) new ForkJoinPool(2);
+            // Start its two workers and its DelayScheduler thread before any
+            // measurement (the Rust pools and STPE start their threads eagerly).
+            CountDownLatch l = new CountDownLatch(3);
+            CyclicBarrier both = new CyclicBarrier(2);
+            for (int i = 0; i < 2; i++) ex.execute(() -> {
+                try { both.await(5, TimeUnit.SECONDS); } catch (Exception e) { /* started anyway */ }
+                l.countDown();
+            });
+            ex.schedule(l::countDown, 1, TimeUnit.MILLISECONDS);
+            try { l.await(10, TimeUnit.SECONDS); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
+            return ex;
+        }
         ScheduledThreadPoolExecutor ex = new ScheduledThreadPoolExecutor(2);
         ex.setRemoveOnCancelPolicy(true);
         ex.prestartAllCoreThreads(); // the Rust pools start their threads eagerly too
         return ex;
     }
 
-    static void teardown(ScheduledThreadPoolExecutor ex) {
+    /** Tasks queued, if the pool tells: STPE's queue, FJP's getDelayedTaskCount (JDK 25). */
+    static long queueLen(ScheduledExecutorService ex) {
+        if (ex instanceof ScheduledThreadPoolExecutor) return ((ScheduledThreadPoolExecutor) ex).getQueue().size();
+        try {
+            return ((Number) ex.getClass().getMethod("getDelayedTaskCount").invoke(ex)).longValue();
+        } catch (ReflectiveOperationException e) {
+            return -1;
+        }
+    }
+
+    static final com.sun.management.OperatingSystemMXBean OS =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+    static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+
+    /** CPU time of the producer threads (W7, W9) that ended: each adds its own at its end. */
+    static final AtomicLong PRODUCERS_CPU = new AtomicLong();
+    static final String PRODUCER = "sp-producer";
+
+    /**
+     * CPU time of every thread of this process, ns: the sum of the first field of
+     * /proc/self/task/{@literal *}/schedstat (ns on the CPU; OperatingSystemMXBean's
+     * getProcessCpuTime counts in 10 ms ticks on Linux, too coarse here), threads
+     * named sp-producer* excluded and their own totals (PRODUCERS_CPU) added
+     * instead, so that a producer that ended inside the section counts, once.
+     * The calling thread counts by its CPU clock (schedstat lags by up to a
+     * scheduler tick for a thread that is on a CPU; so does it for a worker
+     * running at the moment of reading, an error of a tick or two per section).
+     * Other threads that end inside a section (rare: a JIT compiler thread) are
+     * lost. Falls back to getProcessCpuTime without /proc.
+     */
+    static long processCpuNs() {
+        long sum = PRODUCERS_CPU.get() + threadCpuNs();
+        String self;
+        try {
+            self = Files.readSymbolicLink(Paths.get("/proc/thread-self")).getFileName().toString();
+        } catch (IOException | RuntimeException e) {
+            self = "";
+        }
+        try (java.nio.file.DirectoryStream<Path> ds = Files.newDirectoryStream(Paths.get("/proc/self/task"))) {
+            for (Path t : ds) {
+                try {
+                    if (t.getFileName().toString().equals(self)) continue;
+                    if (new String(Files.readAllBytes(t.resolve("comm"))).startsWith(PRODUCER)) continue;
+                    String st = new String(Files.readAllBytes(t.resolve("schedstat")));
+                    sum += Long.parseLong(st.substring(0, st.indexOf(' ')));
+                } catch (IOException | RuntimeException e) {
+                    // the thread ended meanwhile
+                }
+            }
+        } catch (IOException e) {
+            return OS.getProcessCpuTime();
+        }
+        return sum;
+    }
+
+    /** This thread's CPU time, ns. */
+    static long threadCpuNs() { return THREADS.getCurrentThreadCpuTime(); }
+
+    static void teardown(ScheduledExecutorService ex) {
         ex.shutdownNow();
         try {
             ex.awaitTermination(60, TimeUnit.SECONDS);
@@ -170,7 +283,7 @@ public final class StpeBench {
     // ---- workloads ----
     void warmup() {
         for (int round = 0; round < 3; round++) {
-            ScheduledThreadPoolExecutor ex = pool();
+            ScheduledExecutorService ex = pool();
             long[] d = delays(1, 50_000, LONG_MIN, LONG_SPAN);
             ScheduledFuture<?>[] hs = new ScheduledFuture<?>[d.length];
             for (int i = 0; i < d.length; i++) hs[i] = ex.schedule(NOOP, d[i], TimeUnit.NANOSECONDS);
@@ -187,17 +300,23 @@ public final class StpeBench {
         int n = p.nPending;
         long[] ds = delays(SEED_DELAYS, n, LONG_MIN, LONG_SPAN);
         int[] perm = permutation(SEED_PERM, n);
-        ScheduledThreadPoolExecutor ex = pool();
+        ScheduledExecutorService ex = pool();
         ScheduledFuture<?>[] hs = new ScheduledFuture<?>[n];
+        long c0 = processCpuNs();
         long t = System.nanoTime();
         for (int i = 0; i < n; i++) hs[i] = ex.schedule(NOOP, ds[i], TimeUnit.NANOSECONDS);
         long sched = System.nanoTime() - t;
+        long schedCpu = processCpuNs() - c0;
+        c0 = processCpuNs();
         t = System.nanoTime();
         for (int i = 0; i < n; i++) hs[perm[i]].cancel(false);
         long cancel = System.nanoTime() - t;
+        long cancelCpu = processCpuNs() - c0;
         teardown(ex);
         add("W1", "schedule", "ns/op", (double) sched / n);
+        add("W1", "cpu all threads", "ns/op", (double) schedCpu / n);
         add("W2", "cancel", "ns/op", (double) cancel / n);
+        add("W2", "cpu all threads", "ns/op", (double) cancelCpu / n);
     }
 
     void memory() {
@@ -206,7 +325,7 @@ public final class StpeBench {
         int[] perm = permutation(SEED_PERM, n);
 
         // Pass A: keep the futures, cancel all, drop them.
-        ScheduledThreadPoolExecutor ex = pool();
+        ScheduledExecutorService ex = pool();
         ScheduledFuture<?>[] hs = new ScheduledFuture<?>[n];
         long b0 = heapAfterGc();
         for (int i = 0; i < n; i++) hs[i] = ex.schedule(NOOP, ds[i], TimeUnit.NANOSECONDS);
@@ -231,26 +350,30 @@ public final class StpeBench {
 
     void w3() {
         int n = p.nZero;
-        ScheduledThreadPoolExecutor ex = pool();
+        ScheduledExecutorService ex = pool();
         Latch l = new Latch(n);
         Runnable r = l::hit;
+        long c0 = processCpuNs();
         long t = System.nanoTime();
         for (int i = 0; i < n; i++) ex.execute(r);
         long submitted = System.nanoTime() - t;
         boolean ok = l.await(120_000_000_000L);
         long el = System.nanoTime() - t;
+        long cpu = processCpuNs() - c0;
         teardown(ex);
         add("W3", "throughput", "tasks/s", ok ? n / (el / 1e9) : Double.NaN);
         add("W3", "submit", "ns/op", (double) submitted / n);
+        add("W3", "cpu all threads", "ns/task", (double) cpu / n);
     }
 
-    void w4() throws IOException {
+    void w4(String label) throws IOException {
         int n = p.nLateness;
         long[] ds = delays(SEED_LATENESS, n, 0, p.w4WindowNs);
         AtomicLongArray late = new AtomicLongArray(n);
         for (int i = 0; i < n; i++) late.set(i, Long.MIN_VALUE);
         Latch l = new Latch(n);
-        ScheduledThreadPoolExecutor ex = pool();
+        ScheduledExecutorService ex = pool();
+        long c0 = processCpuNs();
         for (int i = 0; i < n; i++) {
             final int idx = i;
             final long deadline = System.nanoTime() + ds[i];
@@ -260,8 +383,9 @@ public final class StpeBench {
             }, ds[i], TimeUnit.NANOSECONDS);
         }
         boolean ok = l.await(p.w4WindowNs + 30_000_000_000L);
+        long cpu = processCpuNs() - c0;
         teardown(ex);
-        if (!ok) System.err.println("W4 timed out");
+        if (!ok) System.err.println(label + " timed out");
         long[] v = new long[n];
         int m = 0;
         for (int i = 0; i < n; i++) if (late.get(i) != Long.MIN_VALUE) v[m++] = late.get(i);
@@ -269,14 +393,16 @@ public final class StpeBench {
         Arrays.sort(v);
         Path raw = outDir.resolve("raw");
         Files.createDirectories(raw);
-        try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(raw.resolve("w4-lateness-" + IMPL + "-r" + run + ".csv")))) {
+        try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(raw.resolve(label.toLowerCase(Locale.ROOT) + "-lateness-" + IMPL + "-r" + run + ".csv")))) {
             w.println("lateness_ns");
             for (long x : v) w.println(x);
         }
-        add("W4", "p50", "us", pct(v, 50) / 1000.0);
-        add("W4", "p99", "us", pct(v, 99) / 1000.0);
-        add("W4", "p99.9", "us", pct(v, 99.9) / 1000.0);
-        add("W4", "max", "us", (m == 0 ? 0 : v[m - 1]) / 1000.0);
+        if (m > 0 && v[0] < 0) System.err.println(label + ": task(s) started BEFORE their deadline");
+        add(label, "p50", "us", pct(v, 50) / 1000.0);
+        add(label, "p99", "us", pct(v, 99) / 1000.0);
+        add(label, "p99.9", "us", pct(v, 99.9) / 1000.0);
+        add(label, "max", "us", (m == 0 ? 0 : v[m - 1]) / 1000.0);
+        add(label, "cpu all threads", "ns/task", (double) cpu / n);
     }
 
     static long pct(long[] sorted, double p) {
@@ -305,7 +431,8 @@ public final class StpeBench {
     void w5() {
         int n = p.nFixedRate;
         long period = p.w5PeriodNs;
-        ScheduledThreadPoolExecutor ex = pool();
+        ScheduledExecutorService ex = pool();
+        long c0 = processCpuNs();
         long tStart = System.nanoTime();
         long tEnd = tStart + p.w5DurationNs;
         FixedRateTask[] tasks = new FixedRateTask[n];
@@ -317,6 +444,7 @@ public final class StpeBench {
         // parkNanos may return early, for no reason at all (its contract): loop.
         long until = tEnd + 20_000_000L;
         for (long left; (left = until - System.nanoTime()) > 0; ) LockSupport.parkNanos(left);
+        long cpu = processCpuNs() - c0;
         for (ScheduledFuture<?> h : hs) h.cancel(false);
         teardown(ex); // happens-before: the task fields are read after termination
         long expected = 0, runs = 0, worst = 0;
@@ -327,22 +455,25 @@ public final class StpeBench {
         }
         add("W5", "runs/expected", "ratio", (double) runs / expected);
         add("W5", "worst drift", "us", worst / 1000.0);
+        add("W5", "cpu all threads", "ns/run", (double) cpu / Math.max(1, runs));
     }
 
     void w7() throws Exception {
         int n = p.nPerProducer;
         long[][] ds = { delays(SEED_PRODUCER, n, 0, p.w7WindowNs), delays(SEED_PRODUCER + 1, n, 0, p.w7WindowNs) };
-        ScheduledThreadPoolExecutor ex = pool();
+        ScheduledExecutorService ex = pool();
         Latch l = new Latch(2 * n);
         Runnable r = l::hit;
         CyclicBarrier barrier = new CyclicBarrier(3);
+        long c0 = processCpuNs();
         Thread[] producers = new Thread[2];
         for (int k = 0; k < 2; k++) {
             final long[] d = ds[k];
             producers[k] = new Thread(() -> {
                 try { barrier.await(); } catch (Exception e) { throw new RuntimeException(e); }
                 for (long x : d) ex.schedule(r, x, TimeUnit.NANOSECONDS);
-            });
+                PRODUCERS_CPU.addAndGet(threadCpuNs());
+            }, PRODUCER + "-" + k);
             producers[k].start();
         }
         barrier.await();
@@ -350,8 +481,10 @@ public final class StpeBench {
         boolean ok = l.await(120_000_000_000L);
         long el = System.nanoTime() - t;
         for (Thread th : producers) th.join();
+        long cpu = processCpuNs() - c0;
         teardown(ex);
         add("W7", "throughput", "tasks/s", ok ? 2.0 * n / (el / 1e9) : Double.NaN);
+        add("W7", "cpu all threads", "ns/task", (double) cpu / (2.0 * n));
     }
 
     static String sizeLabel(int n) {
@@ -368,22 +501,265 @@ public final class StpeBench {
             Rng rng = new Rng(SEED_W8 + n);
             int[] idx = new int[n];
             for (int i = 0; i < n; i++) idx[i] = i;
-            long total = 0, count = 0;
+            long total = 0, count = 0, cpu = 0;
             for (int rep = 0; rep < reps; rep++) {
-                ScheduledThreadPoolExecutor ex = pool();
+                ScheduledExecutorService ex = pool();
                 ScheduledFuture<?>[] hs = new ScheduledFuture<?>[n];
                 for (int i = 0; i < n; i++) hs[i] = ex.schedule(NOOP, ds[i], TimeUnit.NANOSECONDS);
                 for (int i = 0; i < k; i++) {
                     int j = i + (int) rng.below(n - i);
                     int tmp = idx[i]; idx[i] = idx[j]; idx[j] = tmp;
                 }
+                long c0 = processCpuNs();
                 long t = System.nanoTime();
                 for (int i = 0; i < k; i++) hs[idx[i]].cancel(false);
                 total += System.nanoTime() - t;
+                cpu += processCpuNs() - c0;
                 count += k;
                 teardown(ex);
             }
             add("W8", "cancel@" + sizeLabel(n), "ns/op", (double) total / count);
+            add("W8", "cpu@" + sizeLabel(n), "ns/op", (double) cpu / count);
+        }
+    }
+
+    // ---- W9: timeouts (most cancelled before they fire), as in workloads.rs ----
+    static final byte W9_CANCEL = 1;
+
+    /** One producer's plan, drawn before the run (the same draws as w9_plan in workloads.rs). */
+    static final class W9Plan {
+        int first;
+        long[] delay;
+        byte[] flags;
+        long[] cancelAt; // ns after the start, sorted (with cancelIdx) by (time, task)
+        int[] cancelIdx;
+    }
+
+    W9Plan w9Plan(long seed, int first) {
+        int n = (int) (p.w9Rate * p.w9DurationNs / 1_000_000_000L);
+        if (n >= (1 << 21)) throw new IllegalArgumentException("W9: too many tasks per producer: " + n);
+        long period = 1_000_000_000L / p.w9Rate;
+        Rng rng = new Rng(seed);
+        W9Plan pl = new W9Plan();
+        pl.first = first;
+        pl.delay = new long[n];
+        pl.flags = new byte[n];
+        long[] keys = new long[n];
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            pl.delay[i] = 5_000_000L + rng.below(10_000_000L);
+            boolean cancel = rng.below(10) < 9;
+            long at = i * period + rng.below(4_000_000L);
+            if (cancel) {
+                pl.flags[i] = W9_CANCEL;
+                keys[m++] = (at << 21) | i;
+            }
+        }
+        keys = Arrays.copyOf(keys, m);
+        Arrays.sort(keys);
+        pl.cancelAt = new long[m];
+        pl.cancelIdx = new int[m];
+        for (int k = 0; k < m; k++) {
+            pl.cancelAt[k] = keys[k] >>> 21;
+            pl.cancelIdx[k] = (int) (keys[k] & ((1 << 21) - 1));
+        }
+        return pl;
+    }
+
+    /** What W9's tasks write, indexed by the task's global number. */
+    static final class W9St {
+        final long base;
+        final AtomicIntegerArray fired;
+        final AtomicLongArray firedAt;
+        final AtomicLong firedKept = new AtomicLong();
+        W9St(long base, int total) {
+            this.base = base;
+            fired = new AtomicIntegerArray(total);
+            firedAt = new AtomicLongArray(total);
+        }
+        long now() { return System.nanoTime() - base + 1; }
+    }
+
+    static final class W9Task implements Runnable {
+        final W9St st; final int idx; final byte flags;
+        W9Task(W9St st, int idx, byte flags) { this.st = st; this.idx = idx; this.flags = flags; }
+        @Override public void run() {
+            st.fired.setPlain(idx, 1);
+            if ((flags & W9_CANCEL) != 0) st.firedAt.setPlain(idx, st.now());
+            else st.firedKept.incrementAndGet();
+        }
+    }
+
+    /** What one producer measured. */
+    static final class W9Out {
+        long scheduled, cancelled, wallSched, wallCancel, cpuSched, cpuCancel, maxLag;
+        boolean[] cancelOk;
+        int nb;
+        int[] burstFirst = new int[1024]; // first cancel position of each burst
+        long[] burstEnd = new long[1024]; // when its cancel phase ended, ns since base
+    }
+
+    /** The paced loop of one producer: each burst schedules what the plan says is
+     *  due by now, then cancels what is due by now, then sleeps (at least 200 µs). */
+    static W9Out w9Producer(ScheduledExecutorService ex, W9Plan plan, W9St st, long rate) {
+        final long quantum = 200_000L;
+        long period = 1_000_000_000L / rate;
+        int n = plan.delay.length, m = plan.cancelAt.length;
+        W9Out out = new W9Out();
+        out.cancelOk = new boolean[n];
+        ScheduledFuture<?>[] pending = new ScheduledFuture<?>[n];
+        int nextS = 0, nextC = 0;
+        while (nextS < n || nextC < m) {
+            long c0 = threadCpuNs();
+            long top = System.nanoTime();
+            long now = top - st.base;
+            if (nextS < n) out.maxLag = Math.max(out.maxLag, now - nextS * period);
+            while (nextS < n && nextS * period <= now) {
+                byte flags = plan.flags[nextS];
+                ScheduledFuture<?> h = ex.schedule(new W9Task(st, plan.first + nextS, flags),
+                        plan.delay[nextS], TimeUnit.NANOSECONDS);
+                if ((flags & W9_CANCEL) != 0) pending[nextS] = h;
+                nextS++;
+            }
+            long t1 = System.nanoTime();
+            long c1 = threadCpuNs();
+            long t2 = System.nanoTime();
+            if (out.nb == out.burstFirst.length) {
+                out.burstFirst = Arrays.copyOf(out.burstFirst, 2 * out.nb);
+                out.burstEnd = Arrays.copyOf(out.burstEnd, 2 * out.nb);
+            }
+            out.burstFirst[out.nb] = nextC;
+            while (nextC < m && plan.cancelAt[nextC] <= now) {
+                int i = plan.cancelIdx[nextC];
+                ScheduledFuture<?> h = pending[i];
+                pending[i] = null;
+                out.cancelOk[i] = h.cancel(false);
+                nextC++;
+            }
+            long t3 = System.nanoTime();
+            long c3 = threadCpuNs();
+            out.burstEnd[out.nb++] = t3 - st.base;
+            out.wallSched += t1 - top;
+            out.wallCancel += t3 - t2;
+            out.cpuSched += c1 - c0;
+            out.cpuCancel += c3 - c1;
+            long nextEvent;
+            if (nextS < n && nextC < m) nextEvent = Math.min(nextS * period, plan.cancelAt[nextC]);
+            else if (nextS < n) nextEvent = nextS * period;
+            else if (nextC < m) nextEvent = plan.cancelAt[nextC];
+            else break;
+            long wait = Math.max(nextEvent - (System.nanoTime() - st.base), quantum);
+            long until = System.nanoTime() + wait;
+            for (long left = wait; left > 0; left = until - System.nanoTime()) LockSupport.parkNanos(left);
+        }
+        out.scheduled = n;
+        out.cancelled = m;
+        return out;
+    }
+
+    void w9(String label) throws Exception {
+        int nPer = (int) (p.w9Rate * p.w9DurationNs / 1_000_000_000L);
+        W9Plan[] plans = { w9Plan(SEED_W9, 0), w9Plan(SEED_W9 + 1, nPer) };
+        int total = 2 * nPer;
+        long kept = 0;
+        for (W9Plan pl : plans) kept += pl.delay.length - pl.cancelAt.length;
+        ScheduledExecutorService ex = pool();
+        W9St st = new W9St(System.nanoTime() + 2_000_000L, total);
+        for (long left; (left = st.base - System.nanoTime()) > 0; ) LockSupport.parkNanos(left);
+        long cpu0 = processCpuNs();
+        W9Out[] outs = new W9Out[2];
+        Thread[] producers = new Thread[2];
+        for (int k = 0; k < 2; k++) {
+            final int kk = k;
+            producers[k] = new Thread(() -> {
+                outs[kk] = w9Producer(ex, plans[kk], st, p.w9Rate);
+                PRODUCERS_CPU.addAndGet(threadCpuNs());
+            }, PRODUCER + "-" + k);
+            producers[k].start();
+        }
+        for (Thread t : producers) t.join();
+        long queueLen = queueLen(ex);
+        long tWait = System.nanoTime();
+        while (st.firedKept.get() < kept && System.nanoTime() - tWait < 10_000_000_000L) LockSupport.parkNanos(500_000L);
+        long cpu = processCpuNs() - cpu0;
+        long firedKept = st.firedKept.get();
+        teardown(ex);
+
+        long scheduled = 0, cancelled = 0, wallS = 0, wallC = 0, cpuS = 0, cpuC = 0, lag = 0;
+        for (W9Out o : outs) {
+            scheduled += o.scheduled; cancelled += o.cancelled;
+            wallS += o.wallSched; wallC += o.wallCancel; cpuS += o.cpuSched; cpuC += o.cpuCancel;
+            lag = Math.max(lag, o.maxLag);
+        }
+        // A planned cancel's task that ran: before its cancel's burst ended (a late
+        // cancel), or after a cancel that returned true (a cancel that did not stop it).
+        long firedAfterCancel = 0, late = 0;
+        for (int k = 0; k < 2; k++) {
+            W9Plan plan = plans[k];
+            W9Out o = outs[k];
+            for (int pos = 0; pos < plan.cancelIdx.length; pos++) {
+                int i = plan.cancelIdx[pos];
+                int g = plan.first + i;
+                if (st.fired.get(g) == 0) continue;
+                long at = st.firedAt.get(g) - 1;
+                // the last burst whose first cancel position is <= pos
+                int lo = 0, hi = o.nb;
+                while (lo < hi) { int mid = (lo + hi) >>> 1; if (o.burstFirst[mid] <= pos) lo = mid + 1; else hi = mid; }
+                int b = lo - 1;
+                if (at > o.burstEnd[b] && o.cancelOk[i]) firedAfterCancel++; else late++;
+            }
+        }
+        String w = label;
+        add(w, "rate/producer", "1/s", p.w9Rate);
+        add(w, "pair (caller)", "ns", (double) wallS / scheduled + (double) wallC / cancelled);
+        add(w, "schedule (caller)", "ns/op", (double) wallS / scheduled);
+        add(w, "cancel (caller)", "ns/op", (double) wallC / cancelled);
+        add(w, "pair (caller cpu)", "ns", (double) cpuS / scheduled + (double) cpuC / cancelled);
+        add(w, "cpu all threads", "ns/timeout", (double) cpu / scheduled);
+        add(w, "kept fired", "ratio", (double) firedKept / kept);
+        add(w, "cancelled fired", "count", firedAfterCancel);
+        add(w, "late cancels", "count", late);
+        if (queueLen >= 0) add(w, "queue_len after", "tasks", queueLen);
+        add(w, "pacing lag max", "us", lag / 1000.0);
+    }
+
+    // ---- W4L, W9L: two busy loops (the Rust workloads binary, `--burn`) ----
+    static final class Burners implements AutoCloseable {
+        final List<Process> procs = new ArrayList<>();
+        long started, cpu0;
+        Burners(String exe, int n) throws IOException {
+            for (int i = 0; i < n; i++) {
+                procs.add(new ProcessBuilder(exe, "--burn").redirectErrorStream(true)
+                        .redirectOutput(ProcessBuilder.Redirect.DISCARD).start());
+            }
+            try { Thread.sleep(200); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
+            started = System.nanoTime();
+            cpu0 = cpuNs();
+        }
+        /** The burners' CPU so far, ns (/proc/<pid>/stat utime + stime, at 100 ticks/s). */
+        long cpuNs() {
+            long sum = 0;
+            for (Process pr : procs) {
+                try {
+                    String stat = new String(Files.readAllBytes(Paths.get("/proc/" + pr.pid() + "/stat")));
+                    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                    sum += (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L;
+                } catch (IOException | RuntimeException e) {
+                    // gone: counts nothing
+                }
+            }
+            return sum;
+        }
+        double cores() { return (double) (cpuNs() - cpu0) / (System.nanoTime() - started); }
+        @Override public void close() {
+            for (Process pr : procs) pr.destroyForcibly(); // SIGKILL to this child's pid
+            for (Process pr : procs) {
+                try {
+                    pr.waitFor();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
         }
     }
 
@@ -407,11 +783,11 @@ public final class StpeBench {
     void printTable(String header) {
         System.out.println();
         System.out.println(header);
-        System.out.println(String.format(Locale.ROOT, "%-4s %-18s %-8s %22s", "work", "metric", "unit", IMPL));
+        System.out.println(String.format(Locale.ROOT, "%-4s %-18s %-11s %22s", "work", "metric", "unit", IMPL));
         List<Row> sorted = new ArrayList<>(rows);
         sorted.sort((a, b) -> a.workload.compareTo(b.workload)); // stable: keeps metric order
         for (Row r : sorted) {
-            System.out.println(String.format(Locale.ROOT, "%-4s %-18s %-8s %22s", r.workload, r.metric, r.unit, fmt(r.value)));
+            System.out.println(String.format(Locale.ROOT, "%-4s %-18s %-11s %22s", r.workload, r.metric, r.unit, fmt(r.value)));
         }
     }
 
@@ -451,14 +827,30 @@ public final class StpeBench {
         Path csv = null;
         Path outDir = Paths.get("target", "bench-results");
         List<String> only = null;
+        String burner = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
+                case "--impl": IMPL = args[++i]; break;
+                case "--burner": burner = args[++i]; break;
                 case "--run": run = Integer.parseInt(args[++i]); break;
                 case "--csv": csv = Paths.get(args[++i]); break;
                 case "--out-dir": outDir = Paths.get(args[++i]); break;
                 case "--only": only = Arrays.asList(args[++i].toUpperCase(Locale.ROOT).split(",")); break;
                 default: System.err.println("ignoring argument " + args[i]);
             }
+        }
+        if (!IMPL.equals("jdk17-stpe") && !IMPL.equals("jdk25-stpe") && !IMPL.equals("jdk25-fjp")) {
+            System.err.println("unknown --impl " + IMPL + " (jdk17-stpe, jdk25-stpe, jdk25-fjp)");
+            System.exit(2);
+        }
+        FJP = IMPL.endsWith("-fjp");
+        int feature = Runtime.version().feature();
+        if (feature != Integer.parseInt(IMPL.substring(3, 5))) {
+            System.err.println("warning: --impl " + IMPL + " on Java " + Runtime.version() + " (the column's name is wrong)");
+        }
+        if (FJP && !((Object) new ForkJoinPool(1) instanceof ScheduledExecutorService)) {
+            System.err.println("--impl " + IMPL + ": ForkJoinPool is no ScheduledExecutorService on Java " + Runtime.version() + " (needs 25)");
+            System.exit(2);
         }
         if (csv == null) csv = outDir.resolve("jdk.csv");
         Params p = Params.fromEnv();
@@ -471,10 +863,25 @@ public final class StpeBench {
         if (wants(only, "W1") || wants(only, "W2")) { System.err.println("[" + IMPL + "] W1/W2 time ..."); b.w1w2(); }
         if (wants(only, "W2") || wants(only, "W6")) { System.err.println("[" + IMPL + "] W2/W6 heap ..."); b.memory(); }
         if (wants(only, "W3")) { System.err.println("[" + IMPL + "] W3 ..."); b.w3(); }
-        if (wants(only, "W4")) { System.err.println("[" + IMPL + "] W4 ..."); b.w4(); }
+        if (wants(only, "W4")) { System.err.println("[" + IMPL + "] W4 ..."); b.w4("W4"); }
         if (wants(only, "W5")) { System.err.println("[" + IMPL + "] W5 ..."); b.w5(); }
         if (wants(only, "W7")) { System.err.println("[" + IMPL + "] W7 ..."); b.w7(); }
         if (wants(only, "W8")) { System.err.println("[" + IMPL + "] W8 ..."); b.w8(); }
+        if (wants(only, "W9")) { System.err.println("[" + IMPL + "] W9 ..."); b.w9("W9"); }
+        if (wants(only, "W4L") || wants(only, "W9L")) {
+            if (burner == null) {
+                System.err.println("[" + IMPL + "] W4L/W9L SKIPPED: no --burner PATH (the workloads binary)");
+            } else {
+                if (wants(only, "W4L")) {
+                    System.err.println("[" + IMPL + "] W4L (2 burners) ...");
+                    try (Burners bu = new Burners(burner, 2)) { b.w4("W4L"); b.add("W4L", "burners", "cores", bu.cores()); }
+                }
+                if (wants(only, "W9L")) {
+                    System.err.println("[" + IMPL + "] W9L (2 burners) ...");
+                    try (Burners bu = new Burners(burner, 2)) { b.w9("W9L"); b.add("W9L", "burners", "cores", bu.cores()); }
+                }
+            }
+        }
         double secs = (System.nanoTime() - t) / 1e9;
         String load1 = loadavg();
         b.printTable(String.format(Locale.ROOT, "schedpool workloads, JDK side (run %d, quick=%s, %.1f s, loadavg %s -> %s)",
