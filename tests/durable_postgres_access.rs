@@ -5,17 +5,16 @@
 //! CA is refused with a clear error; and a role with only the grants of
 //! `docs/durable.md` on a schema an administrator migrated runs a pool.
 
+mod durable_support;
 mod postgres_support;
 mod tls_support;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use postgres_support::{watchdog, Postgres};
 use schedpool::durable::{
-    DurableError, DurablePool, DurableQueue, PostgresBackend, PostgresOptions, QueueOptions,
+    DurableError, DurableQueue, PostgresBackend, PostgresOptions, QueueOptions,
 };
 use tls_support::Certs;
 
@@ -153,38 +152,7 @@ fn a_role_with_only_the_documented_grants_on_a_migrated_schema_runs_a_pool() {
             .unwrap()
             .require_tls(true);
         let b = PostgresBackend::connect_with(&params, "q", o.clone()).unwrap();
-        let ran = Arc::new(AtomicUsize::new(0));
-        let seen = ran.clone();
-        let pool = DurablePool::builder(b)
-            .threads(2)
-            .lease(Duration::from_secs(2))
-            .max_block(Duration::from_millis(300))
-            .retry_backoff(Duration::from_millis(50), Duration::from_millis(50))
-            .handler("job", move |n: &u32, job| {
-                if *n == 7 && job.attempt == 1 {
-                    return Err("fail once".into());
-                }
-                if *n == 8 {
-                    std::thread::sleep(Duration::from_millis(1_500));
-                }
-                seen.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            })
-            .build()
-            .unwrap();
-        for n in 0..10u32 {
-            pool.schedule("job", &format!("j{n}"), &n, Duration::from_millis(50))
-                .unwrap();
-        }
-        pool.schedule("job", "later", &99u32, Duration::from_secs(3600))
-            .unwrap();
-        assert!(pool.cancel("later").unwrap());
-        let until = Instant::now() + Duration::from_secs(30);
-        while ran.load(Ordering::SeqCst) < 10 && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert_eq!(ran.load(Ordering::SeqCst), 10);
-        pool.shutdown();
+        durable_support::every_pool_verb_works(b);
         // It may not create a schema of its own (the migration needs more).
         let err = PostgresBackend::connect_with(&params, "q", o.schema("elsewhere").migrate(true))
             .unwrap_err();

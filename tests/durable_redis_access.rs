@@ -7,17 +7,15 @@
 //! checks it may not make (INFO, CONFIG GET) become warnings, or errors
 //! with `strict`.
 
+mod durable_support;
 mod redis_support;
 mod tls_support;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis_support::{watchdog, Redis};
 use schedpool::durable::{
-    DurableBackend, DurableError, DurablePool, DurableQueue, QueueOptions, RedisBackend,
-    RedisOptions,
+    DurableBackend, DurableError, DurableQueue, QueueOptions, RedisBackend, RedisOptions,
 };
 use tls_support::Certs;
 
@@ -188,39 +186,7 @@ fn a_least_privileged_acl_user_over_tls_runs_a_pool_and_unreadable_checks_warn()
 
         // Every verb the pool uses works on this user: put, claim, ack, nack
         // (retry and dead), extend (heartbeat), cancel, counts, wait/unblock.
-        let ran = Arc::new(AtomicUsize::new(0));
-        let seen = ran.clone();
-        let pool = DurablePool::builder(b)
-            .threads(2)
-            .lease(Duration::from_secs(2))
-            .max_block(Duration::from_millis(300))
-            .retry_backoff(Duration::from_millis(50), Duration::from_millis(50))
-            .handler("job", move |n: &u32, job| {
-                if *n == 7 && job.attempt == 1 {
-                    return Err("fail once".into());
-                }
-                if *n == 8 {
-                    // Past half the lease: the heartbeat must extend it.
-                    std::thread::sleep(Duration::from_millis(1_500));
-                }
-                seen.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            })
-            .build()
-            .unwrap();
-        for n in 0..10u32 {
-            pool.schedule("job", &format!("j{n}"), &n, Duration::from_millis(50))
-                .unwrap();
-        }
-        pool.schedule("job", "later", &99u32, Duration::from_secs(3600))
-            .unwrap();
-        assert!(pool.cancel("later").unwrap());
-        let until = Instant::now() + Duration::from_secs(30);
-        while ran.load(Ordering::SeqCst) < 10 && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert_eq!(ran.load(Ordering::SeqCst), 10);
-        pool.shutdown();
+        durable_support::every_pool_verb_works(b);
 
         // The user reaches nothing outside its queue's keys.
         let other = RedisBackend::connect_with(&redis.url_as("app", "app-secret"), "other", tls)

@@ -223,3 +223,46 @@ pub fn options_ms(lease_ms: u64, max_block_ms: u64) -> QueueOptions {
         ..QueueOptions::default()
     }
 }
+
+/// A pool on `backend` uses every verb it needs: put, claim, ack, nack
+/// (a retry), extend (a handler past half its lease is heartbeated),
+/// cancel, counts and wait/unblock; for the access tests, whose backends
+/// connect as a user with only the rights the docs list.
+pub fn every_pool_verb_works(backend: impl DurableBackend) {
+    use schedpool::durable::DurablePool;
+    use std::time::Instant;
+
+    let ran = Arc::new(AtomicUsize::new(0));
+    let seen = ran.clone();
+    let pool = DurablePool::builder(backend)
+        .threads(2)
+        .lease(Duration::from_secs(2))
+        .max_block(Duration::from_millis(300))
+        .retry_backoff(Duration::from_millis(50), Duration::from_millis(50))
+        .handler("job", move |n: &u32, job| {
+            if *n == 7 && job.attempt == 1 {
+                return Err("fail once".into());
+            }
+            if *n == 8 {
+                // Past half the lease: the heartbeat must extend it.
+                std::thread::sleep(Duration::from_millis(1_500));
+            }
+            seen.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    for n in 0..10u32 {
+        pool.schedule("job", &format!("j{n}"), &n, Duration::from_millis(50))
+            .unwrap();
+    }
+    pool.schedule("job", "later", &99u32, Duration::from_secs(3600))
+        .unwrap();
+    assert!(pool.cancel("later").unwrap());
+    let until = Instant::now() + Duration::from_secs(30);
+    while ran.load(Ordering::SeqCst) < 10 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 10);
+    pool.shutdown();
+}
