@@ -652,3 +652,56 @@ fn bad_input_is_refused_at_registration() {
         Err(DurableError::Closed)
     );
 }
+
+/// A rule that panics on a worker (here: once the first fire has run, at
+/// the plan of the next) does not kill the worker: the schedule is
+/// dead-lettered with the panic's text, the fire ran once, and the pool
+/// still idles and terminates.
+#[test]
+fn a_rule_that_panics_on_a_worker_dead_letters_its_schedule_with_the_reason() {
+    #[derive(Debug)]
+    struct OnceThenPanics(u64);
+    impl Schedule for OnceThenPanics {
+        fn next_after(&self, after: SystemTime) -> Option<SystemTime> {
+            let ms = after.duration_since(UNIX_EPOCH).ok()?.as_millis() as u64;
+            assert!(ms < self.0, "the rule's table ran out");
+            Some(UNIX_EPOCH + Duration::from_millis(self.0))
+        }
+    }
+    let clock = ManualClock::new();
+    let store = MemoryBackend::with_clock(clock.clone());
+    let ran = Arc::new(Mutex::new(0u32));
+    let r = ran.clone();
+    let pool = DurablePool::builder(store.clone())
+        .threads(1)
+        .handler("job", move |_: &(), _| {
+            *r.lock().unwrap() += 1;
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    let fire = store.server_time_ms().unwrap() + HOUR_MS;
+    let first = inserted(
+        pool.schedule_calendar(
+            "job",
+            "table",
+            &(),
+            OnceThenPanics(fire),
+            Misfire::default(),
+        )
+        .unwrap(),
+    );
+    assert_eq!(first, fire);
+    clock.advance(Duration::from_millis(HOUR_MS));
+    assert!(pool.wait_idle(WAIT));
+    assert_eq!(*ran.lock().unwrap(), 1, "the fire ran once");
+    let dead = pool.dead_letters(10).unwrap();
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    let why = dead[0].error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("panicked") && why.contains("the rule's table ran out"),
+        "{why}"
+    );
+    pool.shutdown();
+    assert!(pool.await_termination(WAIT));
+}

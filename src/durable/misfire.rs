@@ -197,10 +197,20 @@ impl Misfire {
 /// # Errors
 ///
 /// A description when the rule breaks the [`Schedule`] contract (a time
-/// not after `after_ms`).
+/// not after `after_ms`) or panics: a user's rule runs on a pool's worker,
+/// which must survive it (the schedule is then dead-lettered with this
+/// text, as the in-process pool stops a calendar task whose rule panics).
 pub(super) fn next_fire(rule: &dyn Schedule, after_ms: u64) -> Result<Option<u64>, String> {
     let after = UNIX_EPOCH + Duration::from_millis(after_ms);
-    let Some(at) = rule.next_after(after) else {
+    let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rule.next_after(after)))
+        .map_err(|payload| {
+            format!(
+                "the rule {rule:?} panicked in next_after({}): {}",
+                utc(after_ms),
+                crate::base::error::panic_message(&*payload)
+            )
+        })?;
+    let Some(at) = next else {
         return Ok(None);
     };
     let ms = at.duration_since(UNIX_EPOCH).map(ceil_ms).unwrap_or(0);
@@ -432,6 +442,25 @@ mod tests {
         let err = next_fire(&Broken, 5000).unwrap_err();
         assert!(err.contains("broke the Schedule contract"), "{err}");
         assert!(decide(&Broken, &Misfire::skip(), 0, 10 * H).is_err());
+    }
+
+    #[derive(Debug)]
+    struct Panics;
+
+    impl Schedule for Panics {
+        fn next_after(&self, _: SystemTime) -> Option<SystemTime> {
+            panic!("no fire for you")
+        }
+    }
+
+    #[test]
+    fn a_rule_that_panics_is_an_error_not_a_dead_worker() {
+        let err = next_fire(&Panics, 5000).unwrap_err();
+        assert!(
+            err.contains("panicked") && err.contains("no fire for you"),
+            "{err}"
+        );
+        assert!(decide(&Panics, &Misfire::run_once(), 0, 10 * H).is_err());
     }
 
     #[test]

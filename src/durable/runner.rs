@@ -265,7 +265,10 @@ impl Inner {
             Plan::Broken(why) => {
                 tracing::error!(target: "schedpool::durable", id = %delivery.id(), error = %why,
                     "calendar schedule moved to the dead-letter set");
-                self.count_settle(delivery.dead_letter(), &self.counters.dead_lettered);
+                self.count_settle(
+                    delivery.dead_letter_with(&why),
+                    &self.counters.dead_lettered,
+                );
             }
             Plan::Move(decided) => {
                 let Decided {
