@@ -295,9 +295,14 @@ impl DurablePool {
         self.inner.acker.outstanding() == 0
     }
 
-    /// Stops claiming: workers finish and ack the runs in progress, then
-    /// exit; items claimed but not started are released to other processes
-    /// at once. Stored items are untouched.
+    /// Stops claiming: workers finish the runs in progress, then exit;
+    /// items claimed but not started are released to other processes at
+    /// once. Stored items are untouched. Returns without waiting: the
+    /// runs' acks go out from the pool's acker thread, a few at a time, so
+    /// a process that exits right after `shutdown` (or drops the pool)
+    /// may leave acks unsent, and those items run again after their lease
+    /// (at least once, as after a crash). Call
+    /// [`await_termination`](Self::await_termination) before exiting.
     pub fn shutdown(&self) {
         self.inner.state.lock().shutdown = true;
         #[cfg(feature = "metrics")]
@@ -327,9 +332,10 @@ impl DurablePool {
         s.shutdown && s.running == 0
     }
 
-    /// Waits up to `timeout` for the workers to exit after a shutdown:
-    /// `true` if they did. Leases of runs in progress keep being extended
-    /// until those runs settle.
+    /// Waits up to `timeout` for the workers to exit after a shutdown, and
+    /// for the acker thread to send their last acks: `true` if they did.
+    /// Leases of runs in progress keep being extended until those runs
+    /// settle.
     pub fn await_termination(&self, timeout: Duration) -> bool {
         let limit = Instant::now().checked_add(timeout);
         let mut s = self.inner.state.lock();
