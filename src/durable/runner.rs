@@ -139,7 +139,8 @@ impl Inner {
                 self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
             }
             Outcome::Failed { id, error } => tracing::warn!(target: "schedpool::durable", id,
-                error = %error, "could not ack; the item returns when its lease expires"),
+                error = %error,
+                "ack failed or unanswered (a batch split over several store calls may have landed in part); if the store did not record it, the item returns when its lease expires"),
         });
         let mut s = self.state.lock();
         s.running -= 1;
