@@ -197,6 +197,34 @@ fn a_run_whose_batched_ack_fails_comes_back_after_its_lease() {
     assert!(pool_b.await_termination(WAIT));
 }
 
+/// A custom backend whose `ack_many` panics does not kill the acker: the
+/// pool terminates, the runs' leases are let go, and their items come back
+/// to another process after the lease.
+#[test]
+fn a_backend_whose_ack_many_panics_leaves_the_pool_able_to_terminate() {
+    const JOBS: usize = 5;
+    let mem = MemoryBackend::new();
+    let runs_a: Runs = Arc::default();
+    let pool_a = counting_pool(
+        Probed::new(mem.clone()).panicking_acks(),
+        1,
+        Duration::from_millis(300),
+        &runs_a,
+    );
+    schedule_now(&pool_a, "p", JOBS);
+    wait_for("pool A's runs", || runs_a.lock().unwrap().len() == JOBS);
+    pool_a.shutdown();
+    assert!(pool_a.await_termination(WAIT), "the acker exited");
+    assert_eq!(pool_a.stats().succeeded, 0);
+    let runs_b: Runs = Arc::default();
+    let pool_b = counting_pool(mem.clone(), 1, LEASE, &runs_b);
+    wait_for("pool B's runs", || runs_b.lock().unwrap().len() == JOBS);
+    assert!(pool_b.wait_idle(WAIT));
+    assert_eq!(mem.counts().unwrap(), Default::default(), "none lost");
+    pool_b.shutdown();
+    assert!(pool_b.await_termination(WAIT));
+}
+
 #[test]
 fn items_claimed_ahead_keep_their_leases_while_they_wait() {
     let mem = MemoryBackend::new();

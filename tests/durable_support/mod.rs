@@ -28,6 +28,7 @@ pub struct Probe {
     acks: Arc<AtomicUsize>,
     ack_batches: Arc<Mutex<Vec<Vec<String>>>>,
     fail_acks: Arc<AtomicBool>,
+    panic_acks: Arc<AtomicBool>,
     after_claim: Arc<Mutex<Option<Hook>>>,
     claim_before_ms: Arc<AtomicU64>,
     ack_before_ms: Arc<AtomicU64>,
@@ -91,6 +92,12 @@ impl<B> Probed<B> {
         self
     }
 
+    /// Makes every `ack_many` panic, as a buggy custom backend's might.
+    pub fn panicking_acks(self) -> Self {
+        self.probe.panic_acks.store(true, Ordering::SeqCst);
+        self
+    }
+
     /// Sleeps `ms` before each nack (or bury) runs.
     pub fn nack_delay(self, ms: u64) -> Self {
         self.probe.nack_before_ms.store(ms, Ordering::SeqCst);
@@ -106,6 +113,9 @@ impl<B> Probed<B> {
 
 impl Probe {
     fn check_acks(&self) -> Result<(), DurableError> {
+        if self.panic_acks.load(Ordering::SeqCst) {
+            panic!("ack_many panics (Probed)");
+        }
         if self.fail_acks.load(Ordering::SeqCst) {
             return Err(DurableError::Unavailable("acks fail (Probed)".into()));
         }
