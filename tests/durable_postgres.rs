@@ -756,6 +756,19 @@ fn errors_map_to_the_durable_kinds_and_never_panic() {
             "{err:?}"
         );
         drop(tx);
+        // A row lock held by a caller's open transaction: the backend's
+        // statement gives up at op_timeout (lock_timeout) as Unavailable,
+        // instead of waiting for as long as that transaction stays open.
+        let mut holder = pg.client();
+        let mut tx = holder.transaction().unwrap();
+        tx.batch_execute("SELECT 1 FROM schedpool.items WHERE id = 'k' FOR UPDATE")
+            .unwrap();
+        let t = Instant::now();
+        let err = b.cancel("k").unwrap_err();
+        assert!(err.is_unavailable(), "row lock held: {err:?}");
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        drop(tx);
+        put(&b).unwrap();
         // A missing table.
         db.batch_execute("DROP TABLE schedpool.items CASCADE")
             .unwrap();

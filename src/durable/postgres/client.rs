@@ -41,7 +41,9 @@ pub struct PostgresOptions {
     /// Connect timeout of each connection (default 2 s).
     pub connect_timeout: Duration,
     /// The longest one operation (with its retries) may take before it
-    /// returns [`DurableError::Unavailable`] (default 2 s).
+    /// returns [`DurableError::Unavailable`] (default 2 s). The backend's
+    /// command connections also set `lock_timeout` to it, so a statement
+    /// waiting for a row lock held by another transaction gives up then.
     pub op_timeout: Duration,
     /// Warn at connect when this machine's clock and the server's differ by
     /// more than this (default 2 s). Skew never makes anything early.
@@ -173,6 +175,7 @@ impl PgClient {
         if config.get_application_name().is_none() {
             config.application_name("schedpool");
         }
+
         Ok(PgClient {
             config,
             s: schema::ident(&opts.schema),
@@ -190,6 +193,15 @@ impl PgClient {
 
     fn connect_conn(&self) -> Result<Conn, postgres::Error> {
         let mut client = self.tls.connect(&self.config)?;
+        // A statement that waits for a row lock (one a caller's open
+        // transaction holds, through the `*_in` verbs or its own SQL) gives
+        // up at `op_timeout` instead of holding a worker or the acker for as
+        // long as that transaction stays open; it fails as `Unavailable`.
+        // (A SET, not a startup option, which poolers may refuse.)
+        client.batch_execute(&format!(
+            "SET lock_timeout = {}",
+            self.opts.op_timeout.as_millis().clamp(1, i32::MAX as u128)
+        ))?;
         let s = &self.s;
         let mut prep = |q: String| client.prepare(&q);
         let st = Stmts {

@@ -73,6 +73,7 @@ pub(super) fn map_err(err: postgres::Error) -> DurableError {
                 ),
                 SqlState::T_R_SERIALIZATION_FAILURE
                 | SqlState::T_R_DEADLOCK_DETECTED
+                | SqlState::LOCK_NOT_AVAILABLE
                 | SqlState::ADMIN_SHUTDOWN
                 | SqlState::CRASH_SHUTDOWN
                 | SqlState::CANNOT_CONNECT_NOW => (DurableError::Unavailable, text),
