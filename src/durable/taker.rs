@@ -21,8 +21,11 @@
 //!   burns its time), and a surplus goes back to the store at once.
 //! - Once `closed`, the buffer is released back to the store
 //!   (`Nack::Release`: at its due time, so at the front) rather than
-//!   served, on the releasing thread, so a worker's exit (and
-//!   `await_termination`) covers it.
+//!   served: by `close` on the closing thread (the caller of `shutdown`,
+//!   `shutdown_now` or the pool's drop: one store call per item, each
+//!   bounded by the backend's operation timeout), and by a leader turn
+//!   that claimed after the close on its own worker, so that worker's
+//!   exit (and `await_termination`) covers it.
 //! - A claim is never repeated after an error: the next attempt is a new
 //!   claim after a backoff, so a lost reply costs one lease, never a
 //!   duplicate hand-out inside it.
