@@ -89,12 +89,26 @@ pub(crate) struct Leader {
     latency: WakeLatency,
     /// Until when nobody spins (see [`Leader::cores_taken`]).
     quiet_until: Option<Instant>,
+    /// Until when the successor backs the leader up (see
+    /// [`Leader::loaded`]).
+    loaded_until: Option<Instant>,
 }
 
 /// The successor waits only for a second item due at least this far ahead:
 /// one closer is due within the time a sleep and a wake-up take anyway, and
 /// a stream of them (W7) made the timers cost more than they saved.
 const SUCCESSOR_MIN_AHEAD: Nanos = 5_000;
+
+/// A timed wake-up this late (the thread runnable, but another process's
+/// time slice running to its end, or to the next scheduler tick) starts a
+/// loaded spell (see [`Leader::loaded`]). An idle vCPU wakes a sleeper within
+/// tens of microseconds.
+const LOADED_WAKE: Nanos = 1_000_000;
+
+/// How long a loaded spell lasts after the last wake-up [`LOADED_WAKE`]
+/// late: a busy host tends to stay busy, and the spell costs little (a
+/// second timer per head, later wake-ups).
+const LOADED_SPELL: Duration = Duration::from_secs(10);
 
 /// A timed wake-up this late says the cores are taken: an idle vCPU wakes a
 /// sleeper within tens of microseconds, and rarely a millisecond late
@@ -174,6 +188,9 @@ impl Leader {
     /// and a thread that sleeps more is the one the scheduler runs first
     /// when its timer fires.
     fn cores_taken(&mut self) -> bool {
+        if self.loaded() {
+            return true;
+        }
         match self.quiet_until {
             Some(until) if Instant::now() < until => true,
             Some(_) => {
@@ -184,6 +201,39 @@ impl Leader {
         }
     }
 
+    /// Whether a timed wake-up came [`LOADED_WAKE`] late within the last
+    /// [`LOADED_SPELL`]. Then the successor times the head too, not only
+    /// the second item: when the scheduler leaves the woken leader waiting
+    /// behind another process for milliseconds (until that process's slice
+    /// or the next tick ends), the successor, woken by its own timer on its
+    /// own CPU, takes the head instead. The pool's workers also let the OS
+    /// batch their wake-ups then ([`crate::pool`]'s timer slack).
+    pub(crate) fn loaded(&mut self) -> bool {
+        match self.loaded_until {
+            Some(until) if Instant::now() < until => true,
+            Some(_) => {
+                self.loaded_until = None;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// A timed wake-up came [`LOADED_WAKE`] late: starts or extends a loaded
+    /// spell if `cpus_taken` says other threads were runnable (a busy host),
+    /// not a paused vCPU or a stopped process.
+    fn note_load(&mut self, cpus_taken: impl FnOnce() -> bool) {
+        if cpus_taken() {
+            self.loaded_until = Instant::now().checked_add(LOADED_SPELL);
+        }
+    }
+
+    /// [`loaded`](Self::loaded) at `at`, without reading the clock (and
+    /// without ending the spell).
+    pub(crate) fn loaded_at(&self, at: Instant) -> bool {
+        self.loaded_until.is_some_and(|until| at < until)
+    }
+
     /// See [`cores_taken`](Self::cores_taken).
     fn saw_cores_taken(&mut self) {
         self.quiet_until = Instant::now().checked_add(QUIET);
@@ -191,8 +241,15 @@ impl Leader {
 
     /// Records how late a timed wake-up came (`late`): the wake-up delay
     /// estimate, and whether it says the cores are taken.
-    fn woke_late(&mut self, late: Nanos) -> bool {
-        self.latency.record(late);
+    /// `estimate`: the wake-up was asked early by the estimate, so it
+    /// updates it.
+    fn woke_late(&mut self, late: Nanos, estimate: bool) -> bool {
+        if estimate {
+            self.latency.record(late);
+        }
+        if late > LOADED_WAKE && cfg!(not(loom)) {
+            self.note_load(crate::base::load::cpus_taken);
+        }
         let taken = late > CONTENDED_WAKE && cfg!(not(loom));
         if taken {
             self.saw_cores_taken();
@@ -390,12 +447,12 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 let timed_out =
                     clock.wait(&self.available.cv, &mut self.guard, Some(target), limit);
                 self.guard.woke();
-                if timed_out && wake_early {
+                if timed_out && clock.is_real() {
                     let now = clock.now();
                     let leader = self.guard.leader();
-                    if leader.woke_late(now.saturating_sub(target)) {
+                    if leader.woke_late(now.saturating_sub(target), wake_early) {
                         (may_spin, wake_early) = (false, false);
-                    } else if now < deadline {
+                    } else if wake_early && now < deadline {
                         // Woken before the deadline: spin the rest as the
                         // leader (a new head kicks the spin short), or, if
                         // someone else spins, wait exactly from now on.
@@ -421,11 +478,11 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 if leader.successor.is_some_and(|(id, _)| id == me) {
                     leader.successor = None;
                 }
-                if let (true, true, Some(target)) = (timed_out, wake_early, wakes_at) {
+                if let (true, Some(target)) = (timed_out, wakes_at) {
                     let now = clock.now();
-                    if leader.woke_late(now.saturating_sub(target)) {
+                    if leader.woke_late(now.saturating_sub(target), wake_early) {
                         (may_spin, wake_early) = (false, false);
-                    } else {
+                    } else if wake_early {
                         // Made leader while asleep and woken early: spin to
                         // the head as the leader does (or, if someone else
                         // spins, wait exactly from now on).
@@ -450,9 +507,10 @@ impl<'a, S: Waitable> Handoff<'a, S> {
 
     /// A follower about to sleep: registers it as the successor and returns
     /// when its timer should fire, if a leader times the head, nobody else
-    /// is successor, there is a second item at least [`SUCCESSOR_MIN_AHEAD`]
-    /// away, and the caller's limit is not earlier (its deadline, minus the
-    /// leader's early wake where that is used).
+    /// is successor, and the caller's limit is not earlier. It times the
+    /// second item if that is at least [`SUCCESSOR_MIN_AHEAD`] away (its
+    /// deadline, minus the leader's early wake where that is used), and in
+    /// a loaded spell the head's deadline ([`Leader::loaded`]).
     fn successor_target(
         &mut self,
         head: Option<Nanos>,
@@ -461,23 +519,31 @@ impl<'a, S: Waitable> Handoff<'a, S> {
         limit: Option<Instant>,
         me: u64,
     ) -> Option<Nanos> {
-        head?;
-        let second = self.guard.second_deadline()?;
+        let head = head?;
+        let second = self
+            .guard
+            .second_deadline()
+            .filter(|&second| second.saturating_sub(now) >= SUCCESSOR_MIN_AHEAD);
         let leader = self.guard.leader();
-        // (A caller that gives up before the second item is due would
-        // leave the role it was given: Java's rule for the leader.)
-        if leader.is_none()
-            || leader.successor.is_some()
-            || second.saturating_sub(now) < SUCCESSOR_MIN_AHEAD
-            || limit.is_some_and(|l| l < to_instant(second))
-        {
+        if leader.is_none() || leader.successor.is_some() {
             return None;
         }
-        let early = if wake_early { leader.latency.early } else { 0 };
-        let target = if second.saturating_sub(now) > early {
-            second - early
+        // When it must be awake, and how early it asks to be woken.
+        let (due, early) = match second {
+            _ if leader.loaded() => (head, 0),
+            Some(second) if wake_early => (second, leader.latency.early),
+            Some(second) => (second, 0),
+            None => return None,
+        };
+        // (A caller that gives up before then would leave the role it was
+        // given: Java's rule for the leader.)
+        if limit.is_some_and(|l| l < to_instant(due)) {
+            return None;
+        }
+        let target = if due.saturating_sub(now) > early {
+            due - early
         } else {
-            second
+            due
         };
         leader.successor = Some((me, target));
         Some(target)

@@ -195,9 +195,10 @@ fn a_successor_timed_too_late_is_woken_instead() {
 fn a_late_wake_up_turns_spinning_off_for_a_while() {
     let mut leader = Leader::default();
     assert!(!leader.cores_taken(), "a new leader may spin");
-    assert!(!leader.woke_late(40_000), "40 µs late: an idle vCPU");
+    assert!(!leader.woke_late(40_000, true), "40 µs late: an idle vCPU");
     assert!(!leader.cores_taken());
-    assert!(leader.woke_late(super::CONTENDED_WAKE + 1));
+    assert!(leader.woke_late(super::CONTENDED_WAKE + 1, true));
+    leader.loaded_until = None; // (the machine's load may have started one)
     assert!(leader.cores_taken(), "spinning is off after a late wake-up");
     leader.quiet_until = Some(std::time::Instant::now());
     thread::sleep(Duration::from_millis(1));
@@ -245,4 +246,59 @@ fn a_spin_reports_being_descheduled() {
         !crate::base::sync::spin_until(&kick, Instant::now() + Duration::from_secs(1)),
         "a kicked spin returns at once"
     );
+}
+
+/// A wake-up [`super::LOADED_WAKE`] late starts a loaded spell only if other
+/// threads held the CPUs (not a paused vCPU); the spell ends by itself.
+#[test]
+fn a_loaded_spell_starts_only_on_a_busy_host_and_ends() {
+    let mut leader = Leader::default();
+    assert!(!leader.loaded());
+    leader.note_load(|| false);
+    assert!(!leader.loaded(), "nothing else was runnable: no spell");
+    leader.note_load(|| true);
+    assert!(leader.loaded(), "other threads held the CPUs");
+    assert!(leader.cores_taken(), "nobody spins in a loaded spell");
+    let now = std::time::Instant::now();
+    assert!(leader.loaded_at(now));
+    leader.loaded_until = Some(now);
+    assert!(!leader.loaded_at(now + Duration::from_millis(1)));
+    thread::sleep(Duration::from_millis(1));
+    assert!(!leader.loaded(), "the spell ended");
+    assert_eq!(leader.loaded_until, None);
+}
+
+/// A waiter that follows a leader that never wakes (one the scheduler left
+/// runnable behind another process): on a loaded host it times the head
+/// itself and takes it; otherwise it times the second item, and only then
+/// finds the head.
+fn follower_of_a_stalled_leader(loaded: bool) -> (Nanos, Nanos, Nanos) {
+    let now = Clock::Real.now();
+    let (d1, d2) = (now + 300 * MS, now + 900 * MS);
+    let shared = shared(&[d1, d2], 0);
+    {
+        let mut state = shared.state.lock();
+        state.leader.current = Some(u64::MAX); // never wakes
+        if loaded {
+            state.leader.note_load(|| true);
+        }
+    }
+    let b = taker(&shared, "b");
+    let (took, at, _) = b.join().unwrap();
+    assert_eq!(took, d1);
+    assert!(at >= d1, "never early");
+    (d1, d2, at)
+}
+
+#[test]
+fn in_a_loaded_spell_the_successor_takes_the_head_of_a_stalled_leader() {
+    let (d1, _, at) = follower_of_a_stalled_leader(true);
+    // (Generous: a loaded 2-vCPU machine.)
+    assert!(at - d1 < 250 * MS, "late by {} ms", (at - d1) / MS);
+}
+
+#[test]
+fn outside_a_loaded_spell_the_successor_times_the_second_item() {
+    let (_, d2, at) = follower_of_a_stalled_leader(false);
+    assert!(at >= d2, "it woke {} ms before d2", (d2 - at) / MS);
 }

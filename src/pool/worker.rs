@@ -86,8 +86,12 @@ impl Drop for ExitGuard<'_> {
 /// The worker thread's main function.
 pub(crate) fn run(shared: Arc<Shared>) {
     shared.enter_as_worker();
-    if let Some(slack) = shared.config.timer_slack {
-        set_timer_slack(slack);
+    let mut slack = Slack {
+        loaded: false,
+        change: None,
+    };
+    if let Some(base) = shared.config.timer_slack {
+        set_timer_slack(base);
     }
     let mut guard = ExitGuard {
         shared: &shared,
@@ -97,6 +101,9 @@ pub(crate) fn run(shared: Arc<Shared>) {
     };
     let mut finished: Option<Finished> = None;
     loop {
+        if let Some(change) = slack.change.take() {
+            set_timer_slack(change);
+        }
         // Not before a periodic task's requeue: its catch-up runs may sort
         // before the batch (the requeue then moves the batch back).
         let requeue = finished.as_ref().is_some_and(|f| f.again.is_some());
@@ -144,6 +151,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 return;
             }
         };
+        slack.follow(&shared, &state, now);
         let Some(entry) = state.queue.pop_due(now) else {
             // The ready batch looked non-empty, but another worker took
             // its last task meanwhile: look again.
@@ -182,6 +190,46 @@ pub(crate) fn run(shared: Arc<Shared>) {
             }
         }
     }
+}
+
+/// The timer slack a loaded spell asks for: Linux's default.
+const LOADED_TIMER_SLACK: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// The worker's timer slack follows the pool's loaded spells
+/// ([`crate::leader::Leader::loaded`]): in one, at least
+/// [`LOADED_TIMER_SLACK`], so the OS may batch the workers' wake-ups; else
+/// the configured slack. Set on the worker's own thread, outside the lock,
+/// once per change.
+struct Slack {
+    /// The slack set is the loaded one.
+    loaded: bool,
+    /// A change to make before the next lock.
+    change: Option<std::time::Duration>,
+}
+
+impl Slack {
+    /// Under the pool lock, with the clock reading `now` that found a task
+    /// due: notes a change of spell.
+    fn follow(&mut self, shared: &Shared, state: &State, now: Nanos) {
+        if shared.config.timer_slack.is_none() || !shared.clock.is_real() {
+            return; // the OS's default always; or no timers to batch
+        }
+        let loaded = state.leader.loaded_at(crate::base::clock::to_instant(now));
+        if loaded != self.loaded {
+            self.loaded = loaded;
+            self.change = slack_for(shared.config.timer_slack, loaded);
+        }
+    }
+}
+
+/// The slack a worker sets: the configured one (`None`: the OS's default,
+/// left alone), raised to [`LOADED_TIMER_SLACK`] in a loaded spell.
+fn slack_for(configured: Option<std::time::Duration>, loaded: bool) -> Option<std::time::Duration> {
+    let base = configured?;
+    Some(match loaded {
+        true => base.max(LOADED_TIMER_SLACK),
+        false => base,
+    })
 }
 
 /// What a worker took from the ready batch without the pool lock, to fold
@@ -377,6 +425,16 @@ fn set_timer_slack(slack: std::time::Duration) {
 
 #[cfg(all(test, target_os = "linux", not(loom)))]
 mod tests {
+    #[test]
+    fn a_loaded_spell_raises_the_slack_and_its_end_restores_it() {
+        use std::time::Duration;
+        let us = Duration::from_micros;
+        assert_eq!(super::slack_for(Some(us(1)), false), Some(us(1)));
+        assert_eq!(super::slack_for(Some(us(1)), true), Some(us(50)));
+        assert_eq!(super::slack_for(Some(us(200)), true), Some(us(200)));
+        assert_eq!(super::slack_for(None, true), None, "the OS's own");
+    }
+
     #[test]
     fn timer_slack_is_set_on_the_calling_thread_only() {
         let read = || {
