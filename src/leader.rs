@@ -224,8 +224,14 @@ impl Leader {
     /// not a paused vCPU or a stopped process.
     fn note_load(&mut self, cpus_taken: impl FnOnce() -> bool) {
         if cpus_taken() {
-            self.loaded_until = Instant::now().checked_add(LOADED_SPELL);
+            self.start_loaded_spell();
         }
+    }
+
+    /// Starts (or renews) a loaded spell now: the pool's workers call it
+    /// when they start on a host whose CPUs are already oversubscribed.
+    pub(crate) fn start_loaded_spell(&mut self) {
+        self.loaded_until = Instant::now().checked_add(LOADED_SPELL);
     }
 
     /// [`loaded`](Self::loaded) at `at`, without reading the clock (and

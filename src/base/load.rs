@@ -6,8 +6,10 @@
 //! # Invariants
 //!
 //! - Best effort and never blocking for long: one read of a small file in
-//!   `/proc` on Linux. Where that cannot be read (another OS, no `/proc`),
-//!   the answer is "taken": the late wake-up alone decides, as before.
+//!   `/proc` on Linux, only on a late wake-up or a worker's start. Where
+//!   that cannot be read (another OS, no `/proc`), a late wake-up alone
+//!   decides ([`cpus_taken`] says "taken"), and a start never does
+//!   ([`oversubscribed_by_others`] says no).
 
 use std::sync::OnceLock;
 
@@ -15,12 +17,20 @@ use std::sync::OnceLock;
 /// this process (the fourth field of `/proc/loadavg`, which counts the
 /// caller too), or if that cannot be read.
 pub(crate) fn cpus_taken() -> bool {
+    runnable().is_none_or(|runnable| runnable > cpus())
+}
+
+/// True if more threads are runnable right now than there are CPUs plus
+/// `ours` (the caller's own runnable threads, which `/proc/loadavg`
+/// counts); false if that cannot be read.
+pub(crate) fn oversubscribed_by_others(ours: usize) -> bool {
+    runnable().is_some_and(|runnable| runnable > cpus() + ours)
+}
+
+/// The CPUs this process may use (read once).
+fn cpus() -> usize {
     static CPUS: OnceLock<usize> = OnceLock::new();
-    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    match runnable() {
-        Some(runnable) => runnable > cpus,
-        None => true,
-    }
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Threads runnable now, system-wide (Linux's `/proc/loadavg`).
@@ -51,5 +61,6 @@ mod tests {
     fn an_answer_comes_back_on_this_machine() {
         // Whatever the load, it must not panic or block.
         let _ = super::cpus_taken();
+        let _ = super::oversubscribed_by_others(2);
     }
 }

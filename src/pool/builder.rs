@@ -224,7 +224,10 @@ impl Builder {
     /// above 10 ms are clamped to 10 ms: the slack is added to every timed
     /// wait, so an hour would let a task due in 20 ms start an hour late.
     /// Best effort: where it cannot be set (not Linux, no `/proc`) it is
-    /// ignored.
+    /// ignored. On a busy host (a timer over 1 ms late while more threads
+    /// are runnable than there are CPUs) the workers raise it to at least
+    /// 50 µs for the next 10 s, so the OS batches their wake-ups; see the
+    /// guide, "Tuning precision against CPU".
     pub fn timer_slack(mut self, slack: Option<Duration>) -> Self {
         self.timer_slack = slack.map(|slack| slack.min(MAX_TIMER_SLACK));
         self
@@ -240,7 +243,9 @@ impl Builder {
     /// spin to a deadline (the leader then sleeps to each deadline with the
     /// OS's timer); values above one second are clamped to one second.
     /// Either spin also stops by itself for 200 ms whenever the cores are
-    /// seen taken (a spin descheduled, or a timer 2 ms late).
+    /// seen taken (a spin descheduled, or a timer 2 ms late), and for 10 s
+    /// after a timer over 1 ms late while more threads are runnable than
+    /// there are CPUs.
     ///
     /// ```
     /// use std::time::Duration;

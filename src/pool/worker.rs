@@ -93,6 +93,12 @@ pub(crate) fn run(shared: Arc<Shared>) {
     if let Some(base) = shared.config.timer_slack {
         set_timer_slack(base);
     }
+    // On a host whose CPUs are already oversubscribed (beyond this thread
+    // and the one that started it), start in a loaded spell rather than
+    // wait for the first late timer to show it.
+    if shared.clock.is_real() && crate::base::load::oversubscribed_by_others(2) {
+        shared.lock().leader.start_loaded_spell();
+    }
     let mut guard = ExitGuard {
         shared: &shared,
         busy: false,
