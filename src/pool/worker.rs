@@ -96,7 +96,8 @@ pub(crate) fn run(shared: Arc<Shared>) {
     // On a host whose CPUs are already oversubscribed (beyond this thread
     // and the one that started it), start in a loaded spell rather than
     // wait for the first late timer to show it.
-    if shared.clock.is_real() && crate::base::load::oversubscribed_by_others(2) {
+    // (Not under loom, whose runs must not depend on the machine's load.)
+    if cfg!(not(loom)) && shared.clock.is_real() && crate::base::load::oversubscribed_by_others(2) {
         shared.lock().leader.start_loaded_spell();
     }
     let mut guard = ExitGuard {
