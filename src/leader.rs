@@ -10,7 +10,9 @@
 //!   deadline. At most one follower, the *successor*, sleeps with a timeout
 //!   for the second item's deadline, when the state can name it
 //!   ([`Waitable::second_deadline`]; both queues can) and the clock is
-//!   real (a manual clock's waits are untimed; loom has no time). Every other
+//!   real (a manual clock's waits are untimed; loom has no time); in a
+//!   loaded spell it times the head's deadline instead, as a backup for a
+//!   leader the scheduler leaves waiting ([`Leader::loaded`]). Every other
 //!   waiter (a *follower*) sleeps untimed, except for its caller's own
 //!   real-time limit.
 //! - When the leader leaves with the head, the successor, if its timer
@@ -75,8 +77,9 @@ pub(crate) struct Leader {
     /// A waiter is spinning outside the lock, watching [`Signal`]'s kick
     /// instead of sleeping on its condvar. At most one at a time.
     spinner: bool,
-    /// The successor: a follower asleep with a timer for the second item,
-    /// and when that timer fires. At most one.
+    /// The successor: a follower asleep with a timer for the second item
+    /// (in a loaded spell, for the head), and when that timer fires. At
+    /// most one.
     ///
     /// Why: in Java's protocol the leader, leaving with the head, wakes a
     /// follower to time the next one. On a small machine the woken thread
@@ -109,6 +112,9 @@ const LOADED_WAKE: Nanos = 1_000_000;
 /// late: a busy host tends to stay busy, and the spell costs little (a
 /// second timer per head, later wake-ups).
 const LOADED_SPELL: Duration = Duration::from_secs(10);
+
+/// How often a spell's renewal reads the load, at most.
+const LOADED_PROBE_GAP: Duration = Duration::from_secs(1);
 
 /// A timed wake-up this late says the cores are taken: an idle vCPU wakes a
 /// sleeper within tens of microseconds, and rarely a millisecond late
@@ -222,16 +228,16 @@ impl Leader {
     /// A timed wake-up came [`LOADED_WAKE`] late: starts or extends a loaded
     /// spell if `cpus_taken` says other threads were runnable (a busy host),
     /// not a paused vCPU or a stopped process.
+    /// While a spell renewed within the last [`LOADED_PROBE_GAP`] is on, the
+    /// probe (a file read, under the lock) is skipped.
     fn note_load(&mut self, cpus_taken: impl FnOnce() -> bool) {
-        if cpus_taken() {
-            self.start_loaded_spell();
+        let now = Instant::now();
+        let fresh = self.loaded_until.is_some_and(|until| {
+            until.saturating_duration_since(now) > LOADED_SPELL.saturating_sub(LOADED_PROBE_GAP)
+        });
+        if !fresh && cpus_taken() {
+            self.loaded_until = now.checked_add(LOADED_SPELL);
         }
-    }
-
-    /// Starts (or renews) a loaded spell now: the pool's workers call it
-    /// when they start on a host whose CPUs are already oversubscribed.
-    pub(crate) fn start_loaded_spell(&mut self) {
-        self.loaded_until = Instant::now().checked_add(LOADED_SPELL);
     }
 
     /// [`loaded`](Self::loaded) at `at`, without reading the clock (and
@@ -250,17 +256,29 @@ impl Leader {
     /// `estimate`: the wake-up was asked early by the estimate, so it
     /// updates it.
     fn woke_late(&mut self, late: Nanos, estimate: bool) -> bool {
+        self.woke_late_probing(late, estimate, crate::base::load::cpus_taken)
+    }
+
+    /// [`woke_late`](Self::woke_late), with `cpus_taken` as the load probe.
+    /// True if spinning is now off (the cores were seen taken, or a loaded
+    /// spell is on).
+    fn woke_late_probing(
+        &mut self,
+        late: Nanos,
+        estimate: bool,
+        cpus_taken: impl FnOnce() -> bool,
+    ) -> bool {
         if estimate {
             self.latency.record(late);
         }
         if late > LOADED_WAKE && cfg!(not(loom)) {
-            self.note_load(crate::base::load::cpus_taken);
+            self.note_load(cpus_taken);
         }
         let taken = late > CONTENDED_WAKE && cfg!(not(loom));
         if taken {
             self.saw_cores_taken();
         }
-        taken
+        taken || self.loaded_until.is_some()
     }
 
     /// Forgets the leader: used when its timeout became too long.
@@ -294,7 +312,8 @@ pub(crate) trait Waitable {
     fn head_deadline(&self) -> Option<Nanos>;
     /// A deadline no later than the second item's, if there are two; with
     /// it, one follower times the second item as the successor. `None`
-    /// (the default) keeps Java's protocol.
+    /// (the default) keeps Java's protocol, except in a loaded spell, when
+    /// the successor times the head ([`Leader::loaded`]).
     fn second_deadline(&self) -> Option<Nanos> {
         None
     }
@@ -526,24 +545,23 @@ impl<'a, S: Waitable> Handoff<'a, S> {
         me: u64,
     ) -> Option<Nanos> {
         let head = head?;
-        let second = self
-            .guard
-            .second_deadline()
-            .filter(|&second| second.saturating_sub(now) >= SUCCESSOR_MIN_AHEAD);
+        let raw_second = self.guard.second_deadline();
+        let second = raw_second.filter(|&second| second.saturating_sub(now) >= SUCCESSOR_MIN_AHEAD);
         let leader = self.guard.leader();
         if leader.is_none() || leader.successor.is_some() {
             return None;
         }
-        // When it must be awake, and how early it asks to be woken.
-        let (due, early) = match second {
-            _ if leader.loaded() => (head, 0),
-            Some(second) if wake_early => (second, leader.latency.early),
-            Some(second) => (second, 0),
+        // When it must be awake, how early it asks to be woken, and until
+        // when it must be able to stay: promoted, it leads the next head.
+        let (due, early, stays) = match second {
+            _ if leader.loaded() => (head, 0, raw_second.unwrap_or(head).max(head)),
+            Some(second) if wake_early => (second, leader.latency.early, second),
+            Some(second) => (second, 0, second),
             None => return None,
         };
         // (A caller that gives up before then would leave the role it was
         // given: Java's rule for the leader.)
-        if limit.is_some_and(|l| l < to_instant(due)) {
+        if limit.is_some_and(|l| l < to_instant(stays)) {
             return None;
         }
         let target = if due.saturating_sub(now) > early {

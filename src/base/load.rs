@@ -5,26 +5,22 @@
 //!
 //! # Invariants
 //!
-//! - Best effort and never blocking for long: one read of a small file in
-//!   `/proc` on Linux, only on a late wake-up or a worker's start. Where
-//!   that cannot be read (another OS, no `/proc`), a late wake-up alone
-//!   decides ([`cpus_taken`] says "taken"), and a start never does
-//!   ([`oversubscribed_by_others`] says no).
+//! - Best effort: one read of a small file in `/proc` on Linux, only on a
+//!   wake-up over a millisecond late, and at most once a second while a
+//!   spell lasts. Where it cannot be read (another OS, no `/proc`), the
+//!   answer is "not taken": no loaded spells there.
+//! - `/proc/loadavg` counts the whole host (in a container too, unless
+//!   lxcfs serves it), while the CPUs counted are this process's (its
+//!   affinity and cgroup quota): a container limited to fewer CPUs than
+//!   the host has is seen taken more readily. That errs towards a spell.
 
 use std::sync::OnceLock;
 
 /// True if more threads are runnable right now than there are CPUs for
 /// this process (the fourth field of `/proc/loadavg`, which counts the
-/// caller too), or if that cannot be read.
+/// caller too); false if that cannot be read.
 pub(crate) fn cpus_taken() -> bool {
-    runnable().is_none_or(|runnable| runnable > cpus())
-}
-
-/// True if more threads are runnable right now than there are CPUs plus
-/// `ours` (the caller's own runnable threads, which `/proc/loadavg`
-/// counts); false if that cannot be read.
-pub(crate) fn oversubscribed_by_others(ours: usize) -> bool {
-    runnable().is_some_and(|runnable| runnable > cpus() + ours)
+    runnable().is_some_and(|runnable| runnable > cpus())
 }
 
 /// The CPUs this process may use (read once).
@@ -61,6 +57,5 @@ mod tests {
     fn an_answer_comes_back_on_this_machine() {
         // Whatever the load, it must not panic or block.
         let _ = super::cpus_taken();
-        let _ = super::oversubscribed_by_others(2);
     }
 }

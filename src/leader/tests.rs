@@ -307,3 +307,32 @@ fn outside_a_loaded_spell_the_successor_times_the_second_item() {
     let (_, d2, at) = follower_of_a_stalled_leader(false);
     assert!(at >= d2, "it woke {} ms before d2", (d2 - at) / MS);
 }
+
+/// Only a wake-up over [`super::LOADED_WAKE`] late reads the load, and not
+/// again within a second of a renewal; a spell turns spinning off at once.
+#[test]
+fn only_a_wake_up_a_millisecond_late_probes_the_load() {
+    let mut leader = Leader::default();
+    let mut probed = false;
+    let off = leader.woke_late_probing(super::LOADED_WAKE - 1, false, || {
+        probed = true;
+        true
+    });
+    assert!(!off && !probed && !leader.loaded());
+    assert!(!leader.woke_late_probing(super::LOADED_WAKE + 1, false, || false));
+    assert!(!leader.loaded(), "nothing else was runnable: no spell");
+    assert!(
+        leader.woke_late_probing(super::LOADED_WAKE + 1, false, || true),
+        "spinning is off from the wake-up that starts a spell"
+    );
+    assert!(leader.loaded());
+    let mut probed = false;
+    leader.woke_late_probing(super::LOADED_WAKE + 1, false, || {
+        probed = true;
+        true
+    });
+    assert!(
+        !probed,
+        "a spell renewed within the second is not probed again"
+    );
+}

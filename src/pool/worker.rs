@@ -93,13 +93,6 @@ pub(crate) fn run(shared: Arc<Shared>) {
     if let Some(base) = shared.config.timer_slack {
         set_timer_slack(base);
     }
-    // On a host whose CPUs are already oversubscribed (beyond this thread
-    // and the one that started it), start in a loaded spell rather than
-    // wait for the first late timer to show it.
-    // (Not under loom, whose runs must not depend on the machine's load.)
-    if cfg!(not(loom)) && shared.clock.is_real() && crate::base::load::oversubscribed_by_others(2) {
-        shared.lock().leader.start_loaded_spell();
-    }
     let mut guard = ExitGuard {
         shared: &shared,
         busy: false,
