@@ -194,17 +194,7 @@ impl Leader {
     /// and a thread that sleeps more is the one the scheduler runs first
     /// when its timer fires.
     fn cores_taken(&mut self) -> bool {
-        if self.loaded() {
-            return true;
-        }
-        match self.quiet_until {
-            Some(until) if Instant::now() < until => true,
-            Some(_) => {
-                self.quiet_until = None;
-                false
-            }
-            None => false,
-        }
+        self.loaded() || still(&mut self.quiet_until)
     }
 
     /// Whether a timed wake-up came [`LOADED_WAKE`] late within the last
@@ -215,14 +205,7 @@ impl Leader {
     /// own CPU, takes the head instead. The pool's workers also let the OS
     /// batch their wake-ups then ([`crate::pool`]'s timer slack).
     pub(crate) fn loaded(&mut self) -> bool {
-        match self.loaded_until {
-            Some(until) if Instant::now() < until => true,
-            Some(_) => {
-                self.loaded_until = None;
-                false
-            }
-            None => false,
-        }
+        still(&mut self.loaded_until)
     }
 
     /// A timed wake-up came [`LOADED_WAKE`] late: starts or extends a loaded
@@ -240,10 +223,11 @@ impl Leader {
         }
     }
 
-    /// [`loaded`](Self::loaded) at `at`, without reading the clock (and
-    /// without ending the spell).
-    pub(crate) fn loaded_at(&self, at: Instant) -> bool {
-        self.loaded_until.is_some_and(|until| at < until)
+    /// [`loaded`](Self::loaded) at the real clock's reading `now`, without
+    /// reading the clock (and without ending the spell).
+    pub(crate) fn loaded_at(&self, now: Nanos) -> bool {
+        self.loaded_until
+            .is_some_and(|until| to_instant(now) < until)
     }
 
     /// See [`cores_taken`](Self::cores_taken).
@@ -301,6 +285,19 @@ impl Leader {
             }
             _ => false,
         }
+    }
+}
+
+/// Whether a spell that lasts until `*until` is still on; forgets it once
+/// over (so a spell that never started costs no clock reading).
+fn still(until: &mut Option<Instant>) -> bool {
+    match *until {
+        Some(end) if Instant::now() < end => true,
+        Some(_) => {
+            *until = None;
+            false
+        }
+        None => false,
     }
 }
 

@@ -264,10 +264,10 @@ fn a_loaded_spell_starts_only_on_a_busy_host_and_ends() {
     leader.note_load(|| true);
     assert!(leader.loaded(), "other threads held the CPUs");
     assert!(leader.cores_taken(), "nobody spins in a loaded spell");
-    let now = std::time::Instant::now();
+    let now = Clock::Real.now();
     assert!(leader.loaded_at(now));
-    leader.loaded_until = Some(now);
-    assert!(!leader.loaded_at(now + Duration::from_millis(1)));
+    leader.loaded_until = Some(crate::base::clock::to_instant(now));
+    assert!(!leader.loaded_at(now + MS));
     thread::sleep(Duration::from_millis(1));
     assert!(!leader.loaded(), "the spell ended");
     assert_eq!(leader.loaded_until, None);

@@ -225,9 +225,10 @@ impl Builder {
     /// wait, so an hour would let a task due in 20 ms start an hour late.
     /// Best effort: where it cannot be set (not Linux, no `/proc`) it is
     /// ignored. On a busy host (a timer over 1 ms late while more threads
-    /// are runnable than there are CPUs) the workers raise it to at least
-    /// 50 µs for the next 10 s, so the OS batches their wake-ups; see the
-    /// guide, "Tuning precision against CPU".
+    /// are runnable than there are CPUs; Linux) the workers raise it to at
+    /// least 50 µs while the loaded spell lasts (10 s after the last such
+    /// timer; each worker switches at its next due task), so the OS batches
+    /// their wake-ups; see the guide, "Tuning precision against CPU".
     pub fn timer_slack(mut self, slack: Option<Duration>) -> Self {
         self.timer_slack = slack.map(|slack| slack.min(MAX_TIMER_SLACK));
         self

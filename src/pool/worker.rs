@@ -214,7 +214,7 @@ impl Slack {
         if shared.config.timer_slack.is_none() || !shared.clock.is_real() {
             return; // the OS's default always; or no timers to batch
         }
-        let loaded = state.leader.loaded_at(crate::base::clock::to_instant(now));
+        let loaded = state.leader.loaded_at(now);
         if loaded != self.loaded {
             self.loaded = loaded;
             self.change = slack_for(shared.config.timer_slack, loaded);
