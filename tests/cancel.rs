@@ -181,6 +181,65 @@ fn cancelling_every_pending_task_empties_the_queue() {
     assert_eq!(pool.queue_len(), 0);
 }
 
+/// Cancels from four threads while two others keep the pool lock busy with
+/// submissions: every closure is dropped by the time its cancel returns, and
+/// afterwards the queue holds exactly the tasks nobody cancelled and the
+/// stats count every cancel once.
+#[test]
+fn cancels_racing_submissions_remove_and_count_once() {
+    const PER_THREAD: usize = 20_000;
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..2)
+        .map(|_| {
+            let pool = pool.0.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut kept = 0usize;
+                while !stop.load(Ordering::Relaxed) {
+                    pool.schedule(|| (), Duration::from_secs(7200))
+                        .unwrap()
+                        .detach();
+                    kept += 1;
+                }
+                kept
+            })
+        })
+        .collect();
+    let cancellers: Vec<_> = (0..4)
+        .map(|_| {
+            let pool = pool.0.clone();
+            let drops = drops.clone();
+            std::thread::spawn(move || {
+                for i in 0..PER_THREAD {
+                    let token = DropCounter(drops.clone());
+                    let h = pool
+                        .schedule(
+                            move || drop(token),
+                            Duration::from_secs(3600 + (i % 97) as u64),
+                        )
+                        .unwrap();
+                    let before = drops.load(Ordering::SeqCst);
+                    assert!(h.cancel());
+                    assert!(
+                        drops.load(Ordering::SeqCst) > before,
+                        "the cancel returned before the closure was dropped"
+                    );
+                }
+            })
+        })
+        .collect();
+    for c in cancellers {
+        c.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let kept: usize = busy.into_iter().map(|b| b.join().unwrap()).sum();
+    assert_eq!(drops.load(Ordering::SeqCst), 4 * PER_THREAD);
+    assert_eq!(pool.queue_len(), kept, "a cancelled task stayed queued");
+    assert_eq!(pool.stats().cancelled, (4 * PER_THREAD) as u64);
+}
+
 // ===== a task cancelling itself =====
 //
 // A task cancels its own handle from inside its run: a one-shot's handle

@@ -1,11 +1,12 @@
 //! loom models of the protocol races, one module per protocol: the
 //! leader/follower hand-offs of the delay queue (`delay_queue_handoff`),
 //! schedule vs shutdown and shutdown of idle workers (`pool_shutdown`), cancel
-//! vs take, purge and re-enqueue (`pool_cancel`), pause/resume and re-enqueue
-//! of periodic tasks (`periodic`), `wait_idle` (`wait_idle`), a handle's
-//! completion vs its waker registration (`completion_vs_waker`), the durable
-//! queue's taker (`durable_handoff`), the ready batch (`ready_batch`) and the
-//! submission inbox (`inbox`).
+//! vs take, a submission, a clock advance, purge and re-enqueue
+//! (`pool_cancel`), pause/resume and re-enqueue of periodic tasks
+//! (`periodic`), `wait_idle` (`wait_idle`), a handle's completion vs its waker
+//! registration (`completion_vs_waker`), the durable queue's taker
+//! (`durable_handoff`), the ready batch (`ready_batch`) and the submission
+//! inbox (`inbox`).
 //!
 //! Run with:
 //!
@@ -70,9 +71,14 @@ fn pool(core: usize) -> ScheduledThreadPool {
 /// A one-worker pool on a `ManualClock` that is never advanced: its tasks
 /// are due only when a model says so, by cancelling or shutting down.
 fn manual_pool() -> ScheduledThreadPool {
+    pool_on(&ManualClock::new())
+}
+
+/// A one-worker pool on `clock`, which the model advances.
+fn pool_on(clock: &ManualClock) -> ScheduledThreadPool {
     ScheduledThreadPool::builder()
         .core_threads(1)
-        .clock(ManualClock::new())
+        .clock(clock.clone())
         .build()
         .unwrap()
 }

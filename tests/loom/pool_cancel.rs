@@ -1,5 +1,5 @@
-//! Cancel racing a worker's take, shutdown's purge and a periodic task's
-//! re-enqueue.
+//! Cancel racing a worker's take, a submission, a clock advance, shutdown's
+//! purge and a periodic task's re-enqueue.
 
 use super::*;
 
@@ -130,4 +130,89 @@ fn cancel_races_periodic_requeue() {
             assert_eq!(drops.load(Ordering::SeqCst), 1);
         });
     }
+}
+
+/// A cancel racing a submission from another thread and the worker: when
+/// the cancel returns, the closure is dropped, the task is out of the queue
+/// and counted once as cancelled, and it never runs.
+#[test]
+fn cancel_races_a_submission() {
+    loom::model(|| {
+        let pool = manual_pool();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let h = {
+            let guard = DropCount(drops.clone());
+            let ran = ran.clone();
+            pool.schedule(
+                move || {
+                    let _ = &guard;
+                    ran.fetch_add(1, Ordering::SeqCst);
+                },
+                FOREVER,
+            )
+            .unwrap()
+        };
+        let canceller = thread::spawn(move || {
+            let cancelled = h.cancel();
+            (cancelled, h)
+        });
+        let other = pool.schedule(|| 2u32, FOREVER).unwrap();
+        let (cancelled, h) = canceller.join().unwrap();
+        assert!(cancelled, "nothing else cancels it");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "the cancel drops the closure"
+        );
+        assert_eq!(pool.queue_len(), 1, "only the other task is queued");
+        assert_eq!(pool.stats().cancelled, 1);
+        assert!(other.cancel());
+        finish(&pool);
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert_eq!(h.join(), Err(TaskError::Cancelled));
+        assert_eq!(pool.stats().cancelled, 2);
+    });
+}
+
+/// Two cancels, one from another thread and one after a clock advance that
+/// makes both tasks due (the worker takes the lock to run them): a task whose cancel lost ran
+/// (a cancel may also win during the run, which still finishes), every
+/// cancel that won is counted once, and the queue ends empty.
+#[test]
+fn cancels_race_the_clock_making_their_tasks_due() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let pool = pool_on(&clock);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let ran = ran.clone();
+                pool.schedule(
+                    move || {
+                        ran.fetch_add(1, Ordering::SeqCst);
+                    },
+                    Duration::from_secs(1),
+                )
+                .unwrap()
+            })
+            .collect();
+        let mut handles = handles.into_iter();
+        let (first, second) = (handles.next().unwrap(), handles.next().unwrap());
+        let canceller = thread::spawn(move || (first.cancel(), first));
+        clock.advance(Duration::from_secs(2));
+        let second_cancelled = second.cancel();
+        let mut won = 0;
+        for (cancelled, h) in [canceller.join().unwrap(), (second_cancelled, second)] {
+            if cancelled {
+                won += 1;
+                assert_eq!(h.join(), Err(TaskError::Cancelled));
+            }
+        }
+        finish(&pool);
+        let runs = ran.load(Ordering::SeqCst);
+        assert!(runs <= 2 && won + runs >= 2, "{won} cancelled, {runs} ran");
+        assert_eq!(pool.stats().cancelled, won as u64);
+        assert_eq!(pool.queue_len(), 0);
+    });
 }

@@ -9,11 +9,7 @@ use super::*;
 fn advance_then_wait_idle_sees_the_run() {
     loom::model(|| {
         let clock = ManualClock::new();
-        let pool = ScheduledThreadPool::builder()
-            .core_threads(1)
-            .clock(clock.clone())
-            .build()
-            .unwrap();
+        let pool = pool_on(&clock);
         let ran = Arc::new(AtomicUsize::new(0));
         let h = {
             let ran = ran.clone();
@@ -45,11 +41,7 @@ fn advance_then_wait_idle_sees_the_run() {
 fn cancel_of_a_due_head_wakes_wait_idle() {
     loom::model(|| {
         let clock = ManualClock::new();
-        let pool = ScheduledThreadPool::builder()
-            .core_threads(1)
-            .clock(clock.clone())
-            .build()
-            .unwrap();
+        let pool = pool_on(&clock);
         let h = pool.schedule(|| (), Duration::from_secs(10)).unwrap();
         clock.advance(Duration::from_secs(10));
         let canceller = thread::spawn(move || {
