@@ -273,14 +273,24 @@ impl BenchPool for Sp {
     const NAME: &'static str = "schedpool";
     type Handle = schedpool::ScheduledHandle<()>;
 
+    /// The pool's defaults, except where the environment asks for the
+    /// precision knobs of the guide's section 10 (for measuring what they
+    /// trade): `SCHEDPOOL_BENCH_IDLE_SPIN_US` (`Builder::idle_spin`, µs) and
+    /// `SCHEDPOOL_BENCH_TIMER_SLACK_US` (`Builder::timer_slack`, µs; `os`
+    /// keeps the OS default).
     fn with_threads(n: usize) -> Self {
         let prefix = next_pool_prefix("spb");
-        let pool = schedpool::ScheduledThreadPool::builder()
+        let mut builder = schedpool::ScheduledThreadPool::builder()
             .core_threads(n)
             .thread_name(&prefix)
-            .remove_on_cancel(true)
-            .build()
-            .expect("schedpool: build");
+            .remove_on_cancel(true);
+        if let Some(us) = env_micros("SCHEDPOOL_BENCH_IDLE_SPIN_US") {
+            builder = builder.idle_spin(us.unwrap_or(Duration::ZERO));
+        }
+        if let Some(us) = env_micros("SCHEDPOOL_BENCH_TIMER_SLACK_US") {
+            builder = builder.timer_slack(us);
+        }
+        let pool = builder.build().expect("schedpool: build");
         Sp { pool, prefix }
     }
 
@@ -731,4 +741,21 @@ impl Latch {
         }
         true
     }
+}
+
+/// `Some(Some(d))` for a variable set to a number of µs, `Some(None)` for
+/// `os`, `None` when unset.
+///
+/// # Panics
+///
+/// On any other value, so that a typo never measures the defaults.
+fn env_micros(name: &str) -> Option<Option<Duration>> {
+    let value = std::env::var(name).ok()?;
+    if value == "os" {
+        return Some(None);
+    }
+    let us: u64 = value
+        .parse()
+        .unwrap_or_else(|_| panic!("{name}={value}: a number of µs or `os`"));
+    Some(Some(Duration::from_micros(us)))
 }
