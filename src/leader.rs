@@ -262,7 +262,7 @@ impl Leader {
         if taken {
             self.saw_cores_taken();
         }
-        taken || self.loaded_until.is_some()
+        taken || self.loaded()
     }
 
     /// Forgets the leader: used when its timeout became too long.

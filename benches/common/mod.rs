@@ -275,7 +275,7 @@ impl BenchPool for Sp {
 
     /// The pool's defaults, except where the environment asks for the
     /// precision knobs of the guide's section 10 (for measuring what they
-    /// trade): `SCHEDPOOL_BENCH_IDLE_SPIN_US` (`Builder::idle_spin`, µs) and
+    /// trade): `SCHEDPOOL_BENCH_IDLE_SPIN_US` (`Builder::idle_spin`, µs only) and
     /// `SCHEDPOOL_BENCH_TIMER_SLACK_US` (`Builder::timer_slack`, µs; `os`
     /// keeps the OS default).
     fn with_threads(n: usize) -> Self {
@@ -285,7 +285,9 @@ impl BenchPool for Sp {
             .thread_name(&prefix)
             .remove_on_cancel(true);
         if let Some(us) = env_micros("SCHEDPOOL_BENCH_IDLE_SPIN_US") {
-            builder = builder.idle_spin(us.unwrap_or(Duration::ZERO));
+            let us =
+                us.expect("SCHEDPOOL_BENCH_IDLE_SPIN_US: a number of µs (`os` is for the slack)");
+            builder = builder.idle_spin(us);
         }
         if let Some(us) = env_micros("SCHEDPOOL_BENCH_TIMER_SLACK_US") {
             builder = builder.timer_slack(us);
