@@ -154,21 +154,10 @@ impl Acker {
             .iter()
             .map(|l| (l.cell.id.as_str(), l.cell.token))
             .collect();
-        // A backend is user code too (the trait is public): a panic in it
-        // must not kill the only thread that settles these leases (they
-        // would be heartbeated for ever, and the pool never terminate).
-        let acked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.leases.backend().ack_many(&pairs)
-        }))
-        .unwrap_or_else(|payload| {
-            Err(DurableError::Refused(
-                format!(
-                    "the backend's ack_many panicked: {}",
-                    crate::base::error::panic_message(&*payload)
-                )
-                .into(),
-            ))
-        });
+        // A panic in a backend (user code) comes back as an error here
+        // (`contained.rs`), so it cannot kill the only thread that settles
+        // these leases.
+        let acked = self.leases.backend().ack_many(&pairs);
         // Heartbeats stop only now: a flush slowed by a loaded store must
         // not let the leases it is settling expire under it.
         for lease in batch {

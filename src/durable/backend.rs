@@ -199,10 +199,18 @@ pub struct Buried {
 
 /// The storage of a durable queue.
 ///
-/// Two implementations ship: [`MemoryBackend`](super::MemoryBackend) (always
-/// available; follows a [`ManualClock`](crate::ManualClock) for tests) and,
-/// with the `redis` feature, `RedisBackend`. A PostgreSQL backend can follow
-/// behind the same trait.
+/// Three implementations ship: [`MemoryBackend`](super::MemoryBackend)
+/// (always available; follows a [`ManualClock`](crate::ManualClock) for
+/// tests), `RedisBackend` (feature `redis`) and `PostgresBackend` (feature
+/// `postgres`).
+///
+/// A panic in a method of your own implementation does not reach the
+/// pool's threads: the queue and the pool call every method with the panic
+/// caught and treat it as a failed store call whose outcome is unknown
+/// ([`DurableError::Unavailable`], its text naming the method and the
+/// panic's message). A taker backs off and claims again, a heartbeat is
+/// retried on its next tick, and an item whose settle panicked comes back
+/// after its lease.
 ///
 /// Every method is one atomic step on the store. `ack`, `nack`, `extend`
 /// and `ack_and_reschedule` are idempotent by (id, token): repeated with the

@@ -53,7 +53,10 @@ use std::sync::Arc;
 pub enum DurableError {
     /// The store could not be reached or did not answer in time. The
     /// operation may or may not have happened; the idempotent ones are safe
-    /// to repeat.
+    /// to repeat. Also a panic in the backend's own code (a
+    /// [`DurableBackend`](super::DurableBackend) is user code): the queue
+    /// and the pool call every backend method with the panic caught, and
+    /// the error's text is `the backend panicked in <method>: <message>`.
     Unavailable(ErrorDetail),
     /// The store refused the command (for instance Redis out of memory).
     /// Nothing was written.

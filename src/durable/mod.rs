@@ -58,6 +58,7 @@ mod backend;
 mod calendar;
 mod calendar_def;
 mod calendar_fire;
+mod contained;
 mod dead_letters;
 mod dead_record;
 mod delivery;

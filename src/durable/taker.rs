@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 use crate::base::sync::{AtomicUsize, Condvar, Mutex, Ordering};
 
 use super::backend::{Claimed, DurableBackend, DurableError, Nack};
+use super::contained::Contained;
 use super::leases::{LeaseRef, Leases};
 use super::options::QueueOptions;
 
@@ -79,9 +80,11 @@ enum Turn {
 }
 
 impl Taker {
+    /// A taker on `backend`, which every part of the queue or pool then
+    /// calls through [`Contained`] (a panic in it is an error).
     pub(crate) fn new(backend: Arc<dyn DurableBackend>, opts: QueueOptions) -> Self {
         Taker {
-            leases: Leases::new(backend, opts.lease),
+            leases: Leases::new(Contained::wrap(backend), opts.lease),
             opts,
             prefetch: AtomicUsize::new(0),
             local: Mutex::new(Local::default()),

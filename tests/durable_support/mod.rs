@@ -3,12 +3,14 @@
 //! each `ack_many` batch), can run a hook right after the next claim returns
 //! (before the taker sees the reply), can add delays before a claim, an ack
 //! or a nack and after a counts read (a call or reply in flight), and can
-//! make acks fail as an unreachable store's would.
+//! make acks fail as an unreachable store's would, and can make the next
+//! calls of any verb panic, as a buggy backend's code would.
 //! Shared by the durable test files, so each does not carry its own copy of
 //! the delegation.
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,6 +36,8 @@ pub struct Probe {
     ack_before_ms: Arc<AtomicU64>,
     nack_before_ms: Arc<AtomicU64>,
     counts_after_ms: Arc<AtomicU64>,
+    /// Verb -> how many of its next calls panic.
+    panics: Arc<Mutex<HashMap<&'static str, usize>>>,
 }
 
 impl Probe {
@@ -98,6 +102,14 @@ impl<B> Probed<B> {
         self
     }
 
+    /// Makes the next `times` calls of `verb` (a method name of
+    /// `DurableBackend`: "claim", "wait", "extend", "nack", ...) panic
+    /// before they reach the store.
+    pub fn panicking(self, verb: &'static str, times: usize) -> Self {
+        self.probe.panic_next(verb, times);
+        self
+    }
+
     /// Sleeps `ms` before each nack (or bury) runs.
     pub fn nack_delay(self, ms: u64) -> Self {
         self.probe.nack_before_ms.store(ms, Ordering::SeqCst);
@@ -112,6 +124,33 @@ impl<B> Probed<B> {
 }
 
 impl Probe {
+    /// Makes the next `times` calls of `verb` panic (see
+    /// [`Probed::panicking`]); usable after a queue owns the backend.
+    pub fn panic_next(&self, verb: &'static str, times: usize) {
+        self.panics.lock().unwrap().insert(verb, times);
+    }
+
+    /// How many planned panics of `verb` have not happened yet.
+    pub fn panics_left(&self, verb: &'static str) -> usize {
+        self.panics.lock().unwrap().get(verb).copied().unwrap_or(0)
+    }
+
+    fn maybe_panic(&self, verb: &'static str) {
+        let fire = {
+            let mut panics = self.panics.lock().unwrap();
+            match panics.get_mut(verb) {
+                Some(left) if *left > 0 => {
+                    *left -= 1;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if fire {
+            panic!("{verb} panics (Probed)");
+        }
+    }
+
     fn check_acks(&self) -> Result<(), DurableError> {
         if self.panic_acks.load(Ordering::SeqCst) {
             panic!("ack_many panics (Probed)");
@@ -141,6 +180,7 @@ impl<B: fmt::Debug> fmt::Debug for Probed<B> {
 
 impl<B: DurableBackend> DurableBackend for Probed<B> {
     fn put(&self, id: &str, env: &[u8], when: When, mode: PutMode) -> Result<Put, DurableError> {
+        self.probe.maybe_panic("put");
         self.inner.put(id, env, when, mode)
     }
     fn claim(
@@ -149,6 +189,7 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         max: usize,
         attempts: u32,
     ) -> Result<ClaimBatch, DurableError> {
+        self.probe.maybe_panic("claim");
         self.probe.claims.fetch_add(1, Ordering::SeqCst);
         nap(&self.probe.claim_before_ms);
         let batch = self.inner.claim(lease, max, attempts);
@@ -159,15 +200,18 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         batch
     }
     fn extend(&self, leases: &[(&str, u64)], lease: Duration) -> Result<Vec<bool>, DurableError> {
+        self.probe.maybe_panic("extend");
         self.inner.extend(leases, lease)
     }
     fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError> {
+        self.probe.maybe_panic("ack");
         self.probe.acks.fetch_add(1, Ordering::SeqCst);
         nap(&self.probe.ack_before_ms);
         self.probe.check_acks()?;
         self.inner.ack(id, token)
     }
     fn ack_many(&self, acks: &[(&str, u64)]) -> Result<Vec<bool>, DurableError> {
+        self.probe.maybe_panic("ack_many");
         let ids = acks.iter().map(|a| a.0.to_string()).collect();
         self.probe.ack_batches.lock().unwrap().push(ids);
         nap(&self.probe.ack_before_ms);
@@ -175,6 +219,7 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         self.inner.ack_many(acks)
     }
     fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError> {
+        self.probe.maybe_panic("nack");
         nap(&self.probe.nack_before_ms);
         self.inner.nack(id, token, to)
     }
@@ -184,23 +229,29 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         token: u64,
         repeat: Repeat,
     ) -> Result<Option<u64>, DurableError> {
+        self.probe.maybe_panic("ack_and_reschedule");
         self.inner.ack_and_reschedule(id, token, repeat)
     }
     fn cancel(&self, id: &str) -> Result<Cancelled, DurableError> {
+        self.probe.maybe_panic("cancel");
         self.inner.cancel(id)
     }
     fn wait(&self, due: Option<Duration>, limit: Duration) -> Result<bool, DurableError> {
+        self.probe.maybe_panic("wait");
         self.inner.wait(due, limit)
     }
     fn unblock(&self) {
+        self.probe.maybe_panic("unblock");
         self.inner.unblock()
     }
     fn counts(&self) -> Result<Counts, DurableError> {
+        self.probe.maybe_panic("counts");
         let counts = self.inner.counts();
         nap(&self.probe.counts_after_ms);
         counts
     }
     fn peek_deadline_ms(&self) -> Result<Option<u64>, DurableError> {
+        self.probe.maybe_panic("peek_deadline_ms");
         self.inner.peek_deadline_ms()
     }
     fn get(&self, id: &str) -> Result<Option<Stored>, DurableError> {
@@ -213,6 +264,7 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         self.inner.dead_letters(max)
     }
     fn bury(&self, id: &str, token: u64, error: Option<&str>) -> Result<bool, DurableError> {
+        self.probe.maybe_panic("bury");
         nap(&self.probe.nack_before_ms);
         self.inner.bury(id, token, error)
     }

@@ -1,0 +1,198 @@
+//! A backend is user code (`DurableBackend` is a public trait), and a bug
+//! in it may panic. The panic must cost what a failed store call costs and
+//! no more: the pool's threads live on, a taker that panicked gives up its
+//! turn (so the others do not wait for it for ever), the heartbeat keeps
+//! renewing leases, shutdown finishes, and every job still runs. The
+//! caller of a queue verb gets an error that names the panic, not the
+//! panic itself.
+//!
+//! Each test makes the next calls of one verb panic through `Probed`
+//! (`tests/durable_support`), on the in-memory backend.
+
+mod durable_support;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use schedpool::durable::{DurableBackend, DurablePool, DurableQueue, MemoryBackend};
+
+type Probed = durable_support::Probed<MemoryBackend>;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// How many times each id ran.
+type Runs = Arc<Mutex<HashMap<String, u32>>>;
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + WAIT;
+    while !done() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A pool whose `job` handler counts each run, and fails the first
+/// attempt of the ids in `fail_once`.
+fn pool_on(
+    backend: Probed,
+    threads: usize,
+    lease: Duration,
+    runs: &Runs,
+    fail_once: &'static [&'static str],
+) -> DurablePool {
+    let seen = runs.clone();
+    DurablePool::builder(backend)
+        .threads(threads)
+        .lease(lease)
+        .max_block(Duration::from_millis(100))
+        .retry_backoff(Duration::from_millis(20), Duration::from_millis(20))
+        .handler("job", move |_: &(), job| {
+            *seen.lock().unwrap().entry(job.id.clone()).or_default() += 1;
+            if fail_once.contains(&job.id.as_str()) && job.attempt == 1 {
+                return Err("first attempt fails".into());
+            }
+            Ok(())
+        })
+        .build()
+        .unwrap()
+}
+
+fn runs_of(runs: &Runs) -> HashMap<String, u32> {
+    runs.lock().unwrap().clone()
+}
+
+/// Every job in `ids` ran exactly once, the store is empty, and the pool
+/// shuts down in time.
+fn all_ran_once_and_the_pool_terminates(pool: DurablePool, mem: &MemoryBackend, runs: &Runs) {
+    assert!(pool.wait_idle(WAIT), "the pool went idle");
+    let twice: Vec<_> = runs_of(runs).into_iter().filter(|&(_, n)| n != 1).collect();
+    assert!(twice.is_empty(), "ran other than once: {twice:?}");
+    assert_eq!(mem.counts().unwrap(), Default::default(), "none left");
+    pool.shutdown();
+    assert!(pool.await_termination(WAIT), "the pool terminated");
+}
+
+/// Makes the next three calls of `verb` panic, schedules `n` jobs due
+/// after `delay`, and checks that each runs once and the pool terminates.
+fn every_job_runs_despite(verb: &'static str, n: usize, delay: Duration) {
+    let mem = MemoryBackend::new();
+    let probed = Probed::new(mem.clone()).panicking(verb, 3);
+    let probe = probed.probe.clone();
+    let runs: Runs = Arc::default();
+    let pool = pool_on(probed, 2, Duration::from_secs(30), &runs, &[]);
+    for i in 0..n {
+        pool.schedule("job", &format!("j{i}"), &(), delay).unwrap();
+    }
+    wait_for("every job to run", || runs_of(&runs).len() == n);
+    assert_eq!(probe.panics_left(verb), 0, "the {verb} calls did panic");
+    all_ran_once_and_the_pool_terminates(pool, &mem, &runs);
+}
+
+#[test]
+fn claims_that_panic_leave_every_worker_taking() {
+    every_job_runs_despite("claim", 10, Duration::ZERO);
+}
+
+#[test]
+fn waits_that_panic_leave_every_worker_taking() {
+    // Due later, so the takers wait in the store first.
+    every_job_runs_despite("wait", 6, Duration::from_millis(300));
+}
+
+#[test]
+fn a_retry_whose_release_panics_still_runs_and_the_worker_lives_on() {
+    let mem = MemoryBackend::new();
+    let probed = Probed::new(mem.clone()).panicking("nack", 1);
+    let probe = probed.probe.clone();
+    let runs: Runs = Arc::default();
+    // One worker: if the panic killed it, nothing after would run.
+    let pool = pool_on(probed, 1, Duration::from_millis(500), &runs, &["flaky"]);
+    pool.schedule("job", "flaky", &(), Duration::ZERO).unwrap();
+    // Its retry could not be sent: the item comes back after its lease.
+    wait_for("the retry", || {
+        runs_of(&runs).get("flaky").copied() == Some(2)
+    });
+    assert_eq!(probe.panics_left("nack"), 0, "the nack did panic");
+    pool.schedule("job", "after", &(), Duration::ZERO).unwrap();
+    wait_for("the next job", || runs_of(&runs).contains_key("after"));
+    assert!(pool.wait_idle(WAIT));
+    assert_eq!(mem.counts().unwrap(), Default::default(), "none left");
+    pool.shutdown();
+    assert!(pool.await_termination(WAIT));
+}
+
+#[test]
+fn a_heartbeat_that_panics_is_retried_and_the_lease_holds() {
+    let mem = MemoryBackend::new();
+    let lease = Duration::from_millis(900);
+    let probed = Probed::new(mem.clone()).panicking("extend", 1);
+    let probe = probed.probe.clone();
+    let runs: Runs = Arc::default();
+    let seen = runs.clone();
+    // A run three leases long: only heartbeats keep its lease.
+    let pool_a = DurablePool::builder(probed)
+        .threads(1)
+        .lease(lease)
+        .handler("job", move |_: &(), job| {
+            *seen.lock().unwrap().entry(job.id.clone()).or_default() += 1;
+            std::thread::sleep(Duration::from_millis(2_700));
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    pool_a.schedule("job", "long", &(), Duration::ZERO).unwrap();
+    wait_for("the run to start", || runs_of(&runs).contains_key("long"));
+    // Another process, which would run it again if its lease lapsed.
+    let runs_b: Runs = Arc::default();
+    let pool_b = pool_on(Probed::new(mem.clone()), 1, lease, &runs_b, &[]);
+    assert!(pool_a.wait_idle(WAIT));
+    assert_eq!(probe.panics_left("extend"), 0, "a heartbeat did panic");
+    assert!(
+        runs_of(&runs_b).is_empty(),
+        "reclaimed: {:?}",
+        runs_of(&runs_b)
+    );
+    let stats = pool_a.stats();
+    assert_eq!((stats.succeeded, stats.lease_lost), (1, 0), "{stats:?}");
+    assert_eq!(mem.counts().unwrap(), Default::default());
+    for pool in [pool_a, pool_b] {
+        pool.shutdown();
+        assert!(pool.await_termination(WAIT));
+    }
+}
+
+#[test]
+fn shutdown_finishes_when_the_backends_unblock_panics() {
+    let mem = MemoryBackend::new();
+    let probed = Probed::new(mem.clone()).panicking("unblock", 1);
+    let probe = probed.probe.clone();
+    let runs: Runs = Arc::default();
+    let pool = pool_on(probed, 2, Duration::from_secs(30), &runs, &[]);
+    pool.schedule("job", "j", &(), Duration::ZERO).unwrap();
+    wait_for("the job to run", || runs_of(&runs).contains_key("j"));
+    assert!(pool.wait_idle(WAIT));
+    pool.shutdown();
+    assert_eq!(probe.panics_left("unblock"), 0, "unblock did panic");
+    assert!(pool.await_termination(WAIT), "the pool terminated");
+}
+
+#[test]
+fn a_queue_taker_gets_an_error_not_the_panic_and_the_others_go_on() {
+    let mem = MemoryBackend::new();
+    let probed = Probed::new(mem.clone()).panicking("claim", 1);
+    let probe = probed.probe.clone();
+    let q: DurableQueue<u32> = DurableQueue::new(probed);
+    q.put("a", &1, Duration::ZERO).unwrap();
+    // The one claim panics: the poll reports it as an error naming it.
+    let err = q.poll().unwrap_err();
+    assert!(err.to_string().contains("panicked"), "{err}");
+    assert_eq!(probe.panics_left("claim"), 0);
+    // The taker's turn was given up: another thread takes at once.
+    let taken = std::thread::scope(|s| {
+        s.spawn(|| q.poll_timeout(WAIT).unwrap().map(|d| *d.value()))
+            .join()
+            .unwrap()
+    });
+    assert_eq!(taken, Some(1));
+}
