@@ -3,8 +3,9 @@
 //! it. Each ack in a batch is fenced by its own token (a stale one is
 //! refused alone and counted for its job); a run whose batched ack never
 //! reaches the store comes back after its lease (at least once); items
-//! claimed ahead keep their leases while they wait; shutdown sends every
-//! ack before the pool terminates.
+//! claimed ahead keep their leases while they wait, and a shutdown with
+//! the store down gives up releasing them after the first failure; shutdown
+//! sends every ack before the pool terminates.
 //!
 //! On the in-memory backend wrapped in `Probed` (`tests/durable_support`),
 //! which counts the calls and adds delays as a store's round trips would;
@@ -298,6 +299,57 @@ fn items_claimed_ahead_keep_their_leases_while_they_wait() {
     assert_eq!((a.lease_lost, b.lease_lost), (0, 0));
     assert_eq!(a.succeeded + b.succeeded, 35);
     assert_eq!(mem.counts().unwrap(), Default::default());
+}
+
+/// Shutdown gives the items claimed ahead back to the store, one call
+/// each. With the store unreachable each call waits out the backend's
+/// operation timeout, so after the first such failure the rest are left to
+/// their leases: they come back to another process all the same.
+#[test]
+fn shutdown_with_the_store_down_tries_one_release_not_one_per_item() {
+    let mem = MemoryBackend::new();
+    let lease = Duration::from_millis(300);
+    let runs: Runs = Arc::default();
+    let seen = runs.clone();
+    let probed = Probed::new(mem.clone()).claim_delay(150);
+    let probe = probed.probe.clone();
+    let pool_a = DurablePool::builder(probed)
+        .threads(1)
+        .lease(lease)
+        .handler("job", move |_: &(), job| {
+            count_run(&seen, &job.id);
+            if job.id == "a-slow" {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    // Fast runs teach the pool to claim ahead; then one claim takes the
+    // slow item and the ones behind it.
+    schedule_now(&pool_a, "warm", 5);
+    assert!(pool_a.wait_idle(WAIT));
+    pool_a
+        .schedule("job", "a-slow", &(), Duration::ZERO)
+        .unwrap();
+    schedule_now(&pool_a, "b", 29);
+    wait_for("the slow run", || {
+        runs.lock().unwrap().contains_key("a-slow")
+    });
+    let held = mem.counts().unwrap().in_flight;
+    assert!(held > 2, "pool A claimed ahead: {held} in flight");
+    // The store goes away; shutdown releases what waits in the buffer.
+    probe.fail_next("nack", usize::MAX);
+    pool_a.shutdown();
+    assert_eq!(probe.calls("nack"), 1, "one release tried, then none");
+    assert!(pool_a.await_termination(WAIT));
+    // The items come back after their leases.
+    let pool_b = counting_pool(mem.clone(), 2, lease, &runs);
+    wait_for("every run", || runs.lock().unwrap().len() == 35);
+    assert!(pool_b.wait_idle(WAIT));
+    assert_eq!(mem.counts().unwrap(), Default::default(), "none lost");
+    pool_b.shutdown();
+    assert!(pool_b.await_termination(WAIT));
 }
 
 #[test]

@@ -297,9 +297,9 @@ impl DurablePool {
 
     /// Stops claiming: workers finish the runs in progress, then exit;
     /// items claimed but not started are released to other processes at
-    /// once, on this thread (a store call each: with the store down, each
-    /// takes up to the backend's operation timeout before the item is left
-    /// to its lease). Stored items are untouched. Returns without waiting
+    /// once, on this thread (a store call each; with the store down, the
+    /// first waits out the backend's operation timeout and the rest are not
+    /// tried: they are left to their leases). Stored items are untouched. Returns without waiting
     /// for the runs: the
     /// runs' acks go out from the pool's acker thread, a few at a time, so
     /// a process that exits right after `shutdown` (or drops the pool)

@@ -23,7 +23,8 @@
 //!   (`Nack::Release`: at its due time, so at the front) rather than
 //!   served: by `close` on the closing thread (the caller of `shutdown`,
 //!   `shutdown_now` or the pool's drop: one store call per item, each
-//!   bounded by the backend's operation timeout), and by a leader turn
+//!   bounded by the backend's operation timeout, and none after one finds
+//!   the store unreachable), and by a leader turn
 //!   that claimed after the close on its own worker, so that worker's
 //!   exit (and `await_termination`) covers it.
 //! - A claim is never repeated after an error: the next attempt is a new
@@ -251,8 +252,13 @@ impl Taker {
 
     /// Gives claimed-but-never-handed-out items back, on this thread (so a
     /// worker that releases finishes it before it exits, and
-    /// `await_termination` covers it), at their due time.
+    /// `await_termination` covers it), at their due time. Once a release
+    /// finds the store unreachable (`Unavailable`: it waited out the
+    /// backend's operation timeout), the rest are not tried: each would
+    /// wait as long, and they come back after their leases anyway.
     fn release_now(&self, items: Vec<Taken>) {
+        let mut unreachable = None;
+        let mut left = 0usize;
         for Taken {
             claimed: item,
             lease,
@@ -261,10 +267,22 @@ impl Taker {
             if let Some(lease) = lease {
                 self.leases.settle(&lease);
             }
+            if unreachable.is_some() {
+                left += 1;
+                continue;
+            }
             if let Err(err) = self.backend().nack(&item.id, item.token, Nack::Release) {
                 tracing::warn!(target: "schedpool::durable", id = %item.id, error = %err,
                     "could not release an item; it returns when its lease expires");
+                if err.is_unavailable() {
+                    unreachable = Some(err);
+                }
             }
+        }
+        if let Some(err) = unreachable.filter(|_| left > 0) {
+            tracing::warn!(target: "schedpool::durable", items = left, error = %err,
+                "the store is unreachable: the other claimed items are not released; \
+                 they return when their leases expire");
         }
     }
 

@@ -38,6 +38,10 @@ pub struct Probe {
     counts_after_ms: Arc<AtomicU64>,
     /// Verb -> how many of its next calls panic.
     panics: Arc<Mutex<HashMap<&'static str, usize>>>,
+    /// Verb -> how many of its next calls fail with `Unavailable`.
+    failures: Arc<Mutex<HashMap<&'static str, usize>>>,
+    /// Verb -> how many calls it had.
+    calls: Arc<Mutex<HashMap<&'static str, usize>>>,
 }
 
 impl Probe {
@@ -130,25 +134,35 @@ impl Probe {
         self.panics.lock().unwrap().insert(verb, times);
     }
 
+    /// Makes the next `times` calls of `verb` fail with `Unavailable`
+    /// without reaching the store (and without any delay set for it), as
+    /// calls to an unreachable store do.
+    pub fn fail_next(&self, verb: &'static str, times: usize) {
+        self.failures.lock().unwrap().insert(verb, times);
+    }
+
+    /// How many calls of `verb` were made so far.
+    pub fn calls(&self, verb: &'static str) -> usize {
+        self.calls.lock().unwrap().get(verb).copied().unwrap_or(0)
+    }
+
     /// How many planned panics of `verb` have not happened yet.
     pub fn panics_left(&self, verb: &'static str) -> usize {
         self.panics.lock().unwrap().get(verb).copied().unwrap_or(0)
     }
 
-    fn maybe_panic(&self, verb: &'static str) {
-        let fire = {
-            let mut panics = self.panics.lock().unwrap();
-            match panics.get_mut(verb) {
-                Some(left) if *left > 0 => {
-                    *left -= 1;
-                    true
-                }
-                _ => false,
-            }
-        };
-        if fire {
+    /// A call of `verb` begins: counts it, and panics or fails if planned.
+    fn enter(&self, verb: &'static str) -> Result<(), DurableError> {
+        *self.calls.lock().unwrap().entry(verb).or_default() += 1;
+        if take_one(&self.panics, verb) {
             panic!("{verb} panics (Probed)");
         }
+        if take_one(&self.failures, verb) {
+            return Err(DurableError::Unavailable(
+                format!("{verb} fails (Probed)").into(),
+            ));
+        }
+        Ok(())
     }
 
     fn check_acks(&self) -> Result<(), DurableError> {
@@ -159,6 +173,17 @@ impl Probe {
             return Err(DurableError::Unavailable("acks fail (Probed)".into()));
         }
         Ok(())
+    }
+}
+
+/// Takes one of the planned events of `verb`, if any are left.
+fn take_one(plan: &Mutex<HashMap<&'static str, usize>>, verb: &'static str) -> bool {
+    match plan.lock().unwrap().get_mut(verb) {
+        Some(left) if *left > 0 => {
+            *left -= 1;
+            true
+        }
+        _ => false,
     }
 }
 
@@ -180,7 +205,7 @@ impl<B: fmt::Debug> fmt::Debug for Probed<B> {
 
 impl<B: DurableBackend> DurableBackend for Probed<B> {
     fn put(&self, id: &str, env: &[u8], when: When, mode: PutMode) -> Result<Put, DurableError> {
-        self.probe.maybe_panic("put");
+        self.probe.enter("put")?;
         self.inner.put(id, env, when, mode)
     }
     fn claim(
@@ -189,7 +214,7 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         max: usize,
         attempts: u32,
     ) -> Result<ClaimBatch, DurableError> {
-        self.probe.maybe_panic("claim");
+        self.probe.enter("claim")?;
         self.probe.claims.fetch_add(1, Ordering::SeqCst);
         nap(&self.probe.claim_before_ms);
         let batch = self.inner.claim(lease, max, attempts);
@@ -200,18 +225,18 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         batch
     }
     fn extend(&self, leases: &[(&str, u64)], lease: Duration) -> Result<Vec<bool>, DurableError> {
-        self.probe.maybe_panic("extend");
+        self.probe.enter("extend")?;
         self.inner.extend(leases, lease)
     }
     fn ack(&self, id: &str, token: u64) -> Result<bool, DurableError> {
-        self.probe.maybe_panic("ack");
+        self.probe.enter("ack")?;
         self.probe.acks.fetch_add(1, Ordering::SeqCst);
         nap(&self.probe.ack_before_ms);
         self.probe.check_acks()?;
         self.inner.ack(id, token)
     }
     fn ack_many(&self, acks: &[(&str, u64)]) -> Result<Vec<bool>, DurableError> {
-        self.probe.maybe_panic("ack_many");
+        self.probe.enter("ack_many")?;
         let ids = acks.iter().map(|a| a.0.to_string()).collect();
         self.probe.ack_batches.lock().unwrap().push(ids);
         nap(&self.probe.ack_before_ms);
@@ -219,7 +244,7 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         self.inner.ack_many(acks)
     }
     fn nack(&self, id: &str, token: u64, to: Nack) -> Result<bool, DurableError> {
-        self.probe.maybe_panic("nack");
+        self.probe.enter("nack")?;
         nap(&self.probe.nack_before_ms);
         self.inner.nack(id, token, to)
     }
@@ -229,29 +254,29 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         token: u64,
         repeat: Repeat,
     ) -> Result<Option<u64>, DurableError> {
-        self.probe.maybe_panic("ack_and_reschedule");
+        self.probe.enter("ack_and_reschedule")?;
         self.inner.ack_and_reschedule(id, token, repeat)
     }
     fn cancel(&self, id: &str) -> Result<Cancelled, DurableError> {
-        self.probe.maybe_panic("cancel");
+        self.probe.enter("cancel")?;
         self.inner.cancel(id)
     }
     fn wait(&self, due: Option<Duration>, limit: Duration) -> Result<bool, DurableError> {
-        self.probe.maybe_panic("wait");
+        self.probe.enter("wait")?;
         self.inner.wait(due, limit)
     }
     fn unblock(&self) {
-        self.probe.maybe_panic("unblock");
+        let _ = self.probe.enter("unblock");
         self.inner.unblock()
     }
     fn counts(&self) -> Result<Counts, DurableError> {
-        self.probe.maybe_panic("counts");
+        self.probe.enter("counts")?;
         let counts = self.inner.counts();
         nap(&self.probe.counts_after_ms);
         counts
     }
     fn peek_deadline_ms(&self) -> Result<Option<u64>, DurableError> {
-        self.probe.maybe_panic("peek_deadline_ms");
+        self.probe.enter("peek_deadline_ms")?;
         self.inner.peek_deadline_ms()
     }
     fn get(&self, id: &str) -> Result<Option<Stored>, DurableError> {
@@ -264,7 +289,7 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         self.inner.dead_letters(max)
     }
     fn bury(&self, id: &str, token: u64, error: Option<&str>) -> Result<bool, DurableError> {
-        self.probe.maybe_panic("bury");
+        self.probe.enter("bury")?;
         nap(&self.probe.nack_before_ms);
         self.inner.bury(id, token, error)
     }
