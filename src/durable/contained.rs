@@ -173,7 +173,7 @@ impl DurableBackend for Contained {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::durable::MemoryBackend;
