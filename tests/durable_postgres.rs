@@ -639,6 +639,47 @@ fn schema_migration_is_versioned_and_refuses_a_newer_one() {
     });
 }
 
+/// Server settings under which a put or an ack that returned `Ok` can be
+/// lost are named at connect (logged and in `warnings()`), or refused with
+/// `strict`.
+#[test]
+fn settings_that_can_lose_acknowledged_writes_are_warned_or_refused() {
+    watchdog(Duration::from_secs(90), || {
+        // The test servers run with fsync and full_page_writes off (process
+        // kills do not need them).
+        let pg = Postgres::start();
+        let b = PostgresBackend::connect(&pg.params(), "q").unwrap();
+        let warnings = b.warnings().join("\n");
+        assert!(
+            warnings.contains("fsync is off") && warnings.contains("full_page_writes is off"),
+            "{warnings}"
+        );
+        assert!(!warnings.contains("synchronous_commit"), "{warnings}");
+        // Asynchronous commit for the backend's sessions is named too.
+        let lax = format!("{} options='-c synchronous_commit=off'", pg.params());
+        let b = PostgresBackend::connect(&lax, "q").unwrap();
+        assert!(
+            b.warnings()
+                .iter()
+                .any(|w| w.starts_with("synchronous_commit is off")),
+            "{:?}",
+            b.warnings()
+        );
+        let strict = || PostgresOptions::default().strict(true);
+        let err = PostgresBackend::connect_with(&pg.params(), "q", strict()).unwrap_err();
+        assert!(
+            matches!(&err, DurableError::Config(m) if m.contains("fsync is off")),
+            "{err:?}"
+        );
+        // A server that keeps them on passes strict, with nothing to say.
+        let safe = Postgres::start_with(&["fsync=on", "full_page_writes=on"]);
+        let b = PostgresBackend::connect_with(&safe.params(), "q", strict()).unwrap();
+        assert!(b.warnings().is_empty(), "{:?}", b.warnings());
+        let b = PostgresBackend::connect(&safe.params(), "q").unwrap();
+        assert!(b.warnings().is_empty(), "{:?}", b.warnings());
+    });
+}
+
 #[test]
 fn a_least_privileged_scram_role_with_rights_on_its_own_schema_only_works() {
     watchdog(Duration::from_secs(60), || {

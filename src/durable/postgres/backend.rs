@@ -16,11 +16,12 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Config};
 
+use super::checks;
 use super::client::{PgClient, PostgresOptions};
 use super::error::map_err;
 use super::reply::{
@@ -78,6 +79,8 @@ pub struct PostgresBackend {
     pub(super) pg: PgClient,
     listener: Mutex<Option<Client>>,
     unblock_pending: AtomicBool,
+    /// What the checks at connect found unsafe (`checks.rs`).
+    warnings: Vec<String>,
 }
 
 impl PostgresBackend {
@@ -98,7 +101,9 @@ impl PostgresBackend {
     ///
     /// [`DurableError::Config`] for bad parameters, an empty queue name, a
     /// schema name that is empty or over 50 bytes, failed authentication, a
-    /// missing schema with `migrate(false)`, or missing rights;
+    /// missing schema with `migrate(false)`, missing rights, or, with
+    /// [`PostgresOptions::strict`], server settings that can lose
+    /// acknowledged writes ([`warnings`](Self::warnings));
     /// [`DurableError::Format`] when the schema was made by a newer version;
     /// [`DurableError::Unavailable`] when the server cannot be reached.
     pub fn connect_with(
@@ -141,11 +146,13 @@ impl PostgresBackend {
         let pg = PgClient::new(config, queue, opts)?;
         let mut first = pg.connect_raw()?;
         schema::migrate(&mut first, &pg.opts.schema, pg.opts.migrate)?;
-        check_skew(&mut first, &pg)?;
+        checks::check_skew(&mut first, &pg)?;
+        let warnings = checks::check_durability(&mut first, &pg)?;
         let backend = PostgresBackend {
             pg,
             listener: Mutex::new(None),
             unblock_pending: AtomicBool::new(false),
+            warnings,
         };
         backend.listen(first)?;
         Ok(backend)
@@ -166,6 +173,16 @@ impl PostgresBackend {
     /// The schema's name.
     pub fn schema(&self) -> &str {
         &self.pg.opts.schema
+    }
+
+    /// What the checks at connect found unsafe: server settings under which
+    /// a put or an ack that returned `Ok` can be lost (`fsync`,
+    /// `full_page_writes` or `synchronous_commit` off); each was also
+    /// logged at WARN. Empty when every check passed. With
+    /// [`PostgresOptions::strict`] these are refused instead, so a strict
+    /// backend's list is empty.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Makes `client` the listener.
@@ -235,24 +252,6 @@ impl PostgresBackend {
             .map_err(bad_reply)
             .map(|b| b.unwrap_or(false))
     }
-}
-
-fn check_skew(client: &mut Client, pg: &PgClient) -> Result<(), DurableError> {
-    let s = &pg.s;
-    let row = client
-        .query_one(&format!("SELECT {s}.now_ms()"), &[])
-        .map_err(map_err)?;
-    let server = ms(row.try_get(0).map_err(bad_reply)?);
-    let local = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64;
-    let skew = Duration::from_millis(server.abs_diff(local));
-    if skew > pg.opts.skew_warning {
-        tracing::warn!(target: "schedpool::durable", skew_ms = skew.as_millis() as u64,
-            "this machine's clock and the PostgreSQL server's differ; deadlines follow the server's");
-    }
-    Ok(())
 }
 
 impl DurableBackend for PostgresBackend {

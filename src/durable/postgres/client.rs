@@ -56,6 +56,12 @@ pub struct PostgresOptions {
     /// name checked; default false). Needs feature `postgres-tls`.
     /// `sslmode=require` in the parameters means the same.
     pub require_tls: bool,
+    /// Refuse to connect ([`DurableError::Config`]) when the server's
+    /// settings can lose a put or an ack that returned `Ok`: `fsync`,
+    /// `full_page_writes` or `synchronous_commit` off (default false: each
+    /// is a warning, logged and kept in
+    /// [`PostgresBackend::warnings`](super::PostgresBackend::warnings)).
+    pub strict: bool,
 }
 
 impl Default for PostgresOptions {
@@ -68,6 +74,7 @@ impl Default for PostgresOptions {
             skew_warning: Duration::from_secs(2),
             ca_pem: None,
             require_tls: false,
+            strict: false,
         }
     }
 }
@@ -125,6 +132,20 @@ impl PostgresOptions {
     /// Sets [`require_tls`](Self::require_tls).
     pub fn require_tls(mut self, require: bool) -> Self {
         self.require_tls = require;
+        self
+    }
+
+    /// Sets [`strict`](Self::strict).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::PostgresOptions;
+    ///
+    /// assert!(PostgresOptions::default().strict(true).strict);
+    /// ```
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
         self
     }
 }

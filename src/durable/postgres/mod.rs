@@ -9,7 +9,8 @@
 //!    replies back;
 //! 3. `backend.rs`: [`PostgresBackend`], the `DurableBackend` over the two,
 //!    and `LISTEN`/`NOTIFY` wake-ups; its dead-letter verbs (bury, requeue,
-//!    purge, the listing) are `dead.rs`, beside it;
+//!    purge, the listing) are `dead.rs`, beside it, and its checks at
+//!    connect (clock skew, settings that can lose writes) `checks.rs`;
 //! 4. `tx.rs`: the verbs that run in the caller's own transaction, on the
 //!    backend and, typed, on `DurableQueue` and `DurablePool`.
 //!
@@ -17,6 +18,7 @@
 //! public types (and the `*_in` methods).
 
 mod backend;
+mod checks;
 mod client;
 mod dead;
 mod error;
