@@ -7,7 +7,8 @@
 //! panic itself.
 //!
 //! Each test makes the next calls of one verb panic through `Probed`
-//! (`tests/durable_support`), on the in-memory backend.
+//! (`tests/durable_support`), on the in-memory backend; the last one has a
+//! tracing subscriber panic while a taker holds its turn.
 
 mod durable_support;
 
@@ -62,7 +63,7 @@ fn runs_of(runs: &Runs) -> HashMap<String, u32> {
     runs.lock().unwrap().clone()
 }
 
-/// Every job in `ids` ran exactly once, the store is empty, and the pool
+/// Every job that ran ran exactly once, the store is empty, and the pool
 /// shuts down in time.
 fn all_ran_once_and_the_pool_terminates(pool: DurablePool, mem: &MemoryBackend, runs: &Runs) {
     assert!(pool.wait_idle(WAIT), "the pool went idle");
@@ -101,7 +102,7 @@ fn waits_that_panic_leave_every_worker_taking() {
 }
 
 #[test]
-fn a_retry_whose_release_panics_still_runs_and_the_worker_lives_on() {
+fn a_retry_whose_nack_panics_still_runs_and_the_worker_lives_on() {
     let mem = MemoryBackend::new();
     let probed = Probed::new(mem.clone()).panicking("nack", 1);
     let probe = probed.probe.clone();
@@ -125,7 +126,9 @@ fn a_retry_whose_release_panics_still_runs_and_the_worker_lives_on() {
 #[test]
 fn a_heartbeat_that_panics_is_retried_and_the_lease_holds() {
     let mem = MemoryBackend::new();
-    let lease = Duration::from_millis(900);
+    // One beat in three is lost to the panic; a lease of 1.5 s leaves the
+    // next beat (at 1 s) half a second of slack on a loaded machine.
+    let lease = Duration::from_millis(1_500);
     let probed = Probed::new(mem.clone()).panicking("extend", 1);
     let probe = probed.probe.clone();
     let runs: Runs = Arc::default();
@@ -136,7 +139,7 @@ fn a_heartbeat_that_panics_is_retried_and_the_lease_holds() {
         .lease(lease)
         .handler("job", move |_: &(), job| {
             *seen.lock().unwrap().entry(job.id.clone()).or_default() += 1;
-            std::thread::sleep(Duration::from_millis(2_700));
+            std::thread::sleep(Duration::from_millis(4_500));
             Ok(())
         })
         .build()
@@ -195,4 +198,55 @@ fn a_queue_taker_gets_an_error_not_the_panic_and_the_others_go_on() {
             .unwrap()
     });
     assert_eq!(taken, Some(1));
+}
+
+/// A tracing subscriber that panics on every event of the durable pool
+/// (a bug in a user's subscriber, or a panicking writer).
+struct PanickingSubscriber;
+
+impl tracing::Subscriber for PanickingSubscriber {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if event.metadata().target() == "schedpool::durable" {
+            panic!("the subscriber panics");
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn a_taker_that_unwinds_hands_its_turn_on() {
+    let mem = MemoryBackend::new();
+    let probed = Probed::new(mem.clone());
+    let probe = probed.probe.clone();
+    let q: DurableQueue<u32> = DurableQueue::new(probed);
+    q.put("a", &1, Duration::ZERO).unwrap();
+    // The claim fails, and the taker's warning about it, logged while it
+    // holds the leader turn, panics in the subscriber.
+    probe.fail_next("claim", 1);
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tracing::subscriber::with_default(PanickingSubscriber, || q.poll())
+    }));
+    assert!(
+        unwound.is_err(),
+        "the subscriber's panic went through the poll"
+    );
+    assert_eq!(probe.calls("claim"), 1);
+    // Its turn was given up: another thread takes at once.
+    let started = Instant::now();
+    let taken = std::thread::scope(|s| {
+        s.spawn(|| q.poll_timeout(WAIT).unwrap().map(|d| *d.value()))
+            .join()
+            .unwrap()
+    });
+    assert_eq!(taken, Some(1));
+    assert!(started.elapsed() < WAIT, "it did not wait out its limit");
 }

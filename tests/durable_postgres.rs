@@ -666,11 +666,22 @@ fn settings_that_can_lose_acknowledged_writes_are_warned_or_refused() {
             b.warnings()
         );
         let strict = || PostgresOptions::default().strict(true);
-        let err = PostgresBackend::connect_with(&pg.params(), "q", strict()).unwrap_err();
+        let err = PostgresBackend::connect_with(&pg.params(), "q", strict().schema("refused"))
+            .unwrap_err();
         assert!(
             matches!(&err, DurableError::Config(m) if m.contains("fsync is off")),
             "{err:?}"
         );
+        // Refused before the migration: it wrote nothing.
+        let schemas: i64 = pg
+            .client()
+            .query_one(
+                "SELECT count(*) FROM pg_namespace WHERE nspname = 'refused'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(schemas, 0, "a refused strict connect made its schema");
         // A server that keeps them on passes strict, with nothing to say.
         let safe = Postgres::start_with(&["fsync=on", "full_page_writes=on"]);
         let b = PostgresBackend::connect_with(&safe.params(), "q", strict()).unwrap();

@@ -56,7 +56,8 @@ pub enum DurableError {
     /// to repeat. Also a panic in the backend's own code (a
     /// [`DurableBackend`](super::DurableBackend) is user code): the queue
     /// and the pool call every backend method with the panic caught, and
-    /// the error's text is `the backend panicked in <method>: <message>`.
+    /// the error's detail reads `the backend panicked in <method>:
+    /// <message>`.
     Unavailable(ErrorDetail),
     /// The store refused the command (for instance Redis out of memory).
     /// Nothing was written.

@@ -298,13 +298,13 @@ impl DurablePool {
     /// Stops claiming: workers finish the runs in progress, then exit;
     /// items claimed but not started are released to other processes at
     /// once, on this thread (a store call each; with the store down, the
-    /// first waits out the backend's operation timeout and the rest are not
-    /// tried: they are left to their leases). Stored items are untouched. Returns without waiting
-    /// for the runs: the
-    /// runs' acks go out from the pool's acker thread, a few at a time, so
-    /// a process that exits right after `shutdown` (or drops the pool)
-    /// may leave acks unsent, and those items run again after their lease
-    /// (at least once, as after a crash). Call
+    /// first waits out the backend's operation timeout and the rest are
+    /// not tried: they are left to their leases). Stored items are
+    /// untouched. Returns without waiting for the runs: the runs' acks go
+    /// out from the pool's acker thread, a few at a time, so a process
+    /// that exits right after `shutdown` (or drops the pool) may leave
+    /// acks unsent, and those items run again after their lease (at least
+    /// once, as after a crash). Call
     /// [`await_termination`](Self::await_termination) before exiting.
     pub fn shutdown(&self) {
         self.inner.state.lock().shutdown = true;
@@ -314,7 +314,8 @@ impl DurablePool {
     }
 
     /// As [`shutdown`](Self::shutdown), and returns the ids of the items it
-    /// released without running them. Runs in progress still finish (a
+    /// had claimed but not started: released, or left to their leases where
+    /// the release failed. Runs in progress still finish (a
     /// thread cannot be stopped safely); await them with
     /// [`await_termination`](Self::await_termination).
     pub fn shutdown_now(&self) -> Vec<String> {

@@ -358,8 +358,9 @@ impl<T: Payload> DurableQueue<T> {
     }
 
     /// Closes this handle (and its clones): blocked `take`s return `None` at
-    /// once, claimed items not yet handed out are released, and nothing more
-    /// is claimed. The stored items are untouched, and deliveries already
+    /// once, claimed items not yet handed out are released (with the store
+    /// unreachable, only until a release fails: the rest are left to their
+    /// leases), and nothing more is claimed. The stored items are untouched, and deliveries already
     /// handed out can still be acked (their heartbeats go on).
     pub fn close(&self) {
         self.taker.close();

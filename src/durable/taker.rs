@@ -13,20 +13,23 @@
 //!
 //! - `leader` is true while one taker is inside a claim, a backend wait or
 //!   an error backoff; whoever clears it notifies, so a waiting follower
-//!   takes over (the drop guard of the in-process design, done inline).
+//!   takes over (the drop guard of the in-process design, done inline on
+//!   the normal paths, and by `Marks` when a taker unwinds).
 //! - `buffer` holds claimed items not yet handed out. Items claimed with a
 //!   prefetch are registered with the heartbeat thread at the claim, so
 //!   their leases are renewed while they wait; items without a registered
 //!   lease are never kept beyond the takers waiting (an unrenewed lease
-//!   burns its time), and a surplus goes back to the store at once.
+//!   burns its time), and a surplus goes back to the store at once (as
+//!   every release here, until one finds the store unreachable: see
+//!   `release_now`).
 //! - Once `closed`, the buffer is released back to the store
 //!   (`Nack::Release`: at its due time, so at the front) rather than
 //!   served: by `close` on the closing thread (the caller of `shutdown`,
 //!   `shutdown_now` or the pool's drop: one store call per item, each
 //!   bounded by the backend's operation timeout, and none after one finds
-//!   the store unreachable), and by a leader turn
-//!   that claimed after the close on its own worker, so that worker's
-//!   exit (and `await_termination`) covers it.
+//!   the store unreachable), and by a leader turn that claimed after the
+//!   close on its own worker, so that worker's exit (and
+//!   `await_termination`) covers it.
 //! - A claim is never repeated after an error: the next attempt is a new
 //!   claim after a backoff, so a lost reply costs one lease, never a
 //!   duplicate hand-out inside it.
@@ -73,6 +76,38 @@ struct Local {
     releasing: usize,
 }
 
+/// What one `take` marked in [`Local`], undone if it unwinds (a panic in
+/// a tracing subscriber while it logs, say): its count, its leader turn,
+/// a release in progress. Without this the other takers would wait for a
+/// leader that is gone, and `close_and_list` would wait for ever. (A
+/// backend's panic never unwinds here: see `contained.rs`.)
+struct Marks<'a> {
+    taker: &'a Taker,
+    counted: bool,
+    leading: bool,
+    releasing: bool,
+}
+
+impl Drop for Marks<'_> {
+    fn drop(&mut self) {
+        if !(self.counted || self.leading || self.releasing) {
+            return;
+        }
+        let mut local = self.taker.local.lock();
+        if self.counted {
+            local.takers -= 1;
+        }
+        if self.leading {
+            local.leader = false;
+        }
+        if self.releasing {
+            local.releasing -= 1;
+        }
+        drop(local);
+        self.taker.cv.notify_all();
+    }
+}
+
 /// How a leader's turn ended.
 enum Turn {
     Claimed(Vec<Taken>),
@@ -106,6 +141,13 @@ impl Taker {
     /// (`Ok(None)`), or `limit` passes (`Ok(None)`, or the last error when
     /// the store was failing). `limit` of `Some(now)` is one claim attempt.
     pub(crate) fn take(&self, limit: Option<Instant>) -> Result<Option<Taken>, DurableError> {
+        // Declared before `local`, so an unwind drops the lock first.
+        let mut marks = Marks {
+            taker: self,
+            counted: true,
+            leading: false,
+            releasing: false,
+        };
         let mut local = self.local.lock();
         local.takers += 1;
         let mut backoff = Duration::from_millis(50);
@@ -115,10 +157,12 @@ impl Taker {
             if local.closed {
                 let items = self.take_buffer(&mut local);
                 local.releasing += 1;
+                marks.releasing = true;
                 drop(local);
                 self.release_now(items);
                 local = self.local.lock();
                 local.releasing -= 1;
+                marks.releasing = false;
                 break Ok(None);
             }
             if let Some(item) = local.buffer.pop_front() {
@@ -141,6 +185,7 @@ impl Taker {
                 continue;
             }
             local.leader = true;
+            marks.leading = true;
             let want = local.takers;
             drop(local);
             let turn = self.lead(want, limit);
@@ -174,6 +219,7 @@ impl Taker {
                 }
             }
             local.leader = false;
+            marks.leading = false;
             if local.buffer.len() > 1 {
                 self.cv.notify_all();
             } else {
@@ -181,6 +227,7 @@ impl Taker {
             }
         };
         local.takers -= 1;
+        marks.counted = false;
         if !local.leader && local.takers > 0 {
             // Leaving with a follower still waiting: make sure it leads.
             self.cv.notify_one();
@@ -253,9 +300,10 @@ impl Taker {
     /// Gives claimed-but-never-handed-out items back, on this thread (so a
     /// worker that releases finishes it before it exits, and
     /// `await_termination` covers it), at their due time. Once a release
-    /// finds the store unreachable (`Unavailable`: it waited out the
-    /// backend's operation timeout), the rest are not tried: each would
-    /// wait as long, and they come back after their leases anyway.
+    /// fails with `Unavailable` (the store did not answer within the
+    /// backend's operation timeout, refused the connection, or the backend
+    /// panicked), the rest are not tried: each could wait as long, and they
+    /// come back after their leases anyway.
     fn release_now(&self, items: Vec<Taken>) {
         let mut unreachable = None;
         let mut left = 0usize;
@@ -304,7 +352,8 @@ impl Taker {
     }
 
     /// Closes, then returns the ids of every item claimed but not handed
-    /// out, once they are all released (for `shutdown_now`).
+    /// out, once each was released or left to its lease (for
+    /// `shutdown_now`).
     pub(super) fn close_and_list(&self) -> Vec<String> {
         self.close();
         // A leader turn in progress may still bring claimed items, which

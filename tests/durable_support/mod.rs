@@ -280,12 +280,15 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         self.inner.peek_deadline_ms()
     }
     fn get(&self, id: &str) -> Result<Option<Stored>, DurableError> {
+        self.probe.enter("get")?;
         self.inner.get(id)
     }
     fn server_time_ms(&self) -> Result<u64, DurableError> {
+        self.probe.enter("server_time_ms")?;
         self.inner.server_time_ms()
     }
     fn dead_letters(&self, max: usize) -> Result<Vec<Buried>, DurableError> {
+        self.probe.enter("dead_letters")?;
         self.inner.dead_letters(max)
     }
     fn bury(&self, id: &str, token: u64, error: Option<&str>) -> Result<bool, DurableError> {
@@ -294,9 +297,11 @@ impl<B: DurableBackend> DurableBackend for Probed<B> {
         self.inner.bury(id, token, error)
     }
     fn requeue(&self, id: &str) -> Result<bool, DurableError> {
+        self.probe.enter("requeue")?;
         self.inner.requeue(id)
     }
     fn purge(&self, id: &str) -> Result<bool, DurableError> {
+        self.probe.enter("purge")?;
         self.inner.purge(id)
     }
 }

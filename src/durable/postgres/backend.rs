@@ -145,9 +145,11 @@ impl PostgresBackend {
         }
         let pg = PgClient::new(config, queue, opts)?;
         let mut first = pg.connect_raw()?;
+        // Before the migration: a strict connect that is refused writes
+        // nothing.
+        let warnings = checks::check_durability(&mut first, &pg)?;
         schema::migrate(&mut first, &pg.opts.schema, pg.opts.migrate)?;
         checks::check_skew(&mut first, &pg)?;
-        let warnings = checks::check_durability(&mut first, &pg)?;
         let backend = PostgresBackend {
             pg,
             listener: Mutex::new(None),

@@ -4,15 +4,20 @@
 //! Invariants:
 //!
 //! - Both run once, on the first connection, before the backend is
-//!   returned. The settings read are the ones every connection of the
+//!   returned: the settings before the schema's migration, the skew after
+//!   it (it reads the schema's clock function). The settings read are the ones every connection of the
 //!   backend gets: the server's, the database's and the role's, and the
 //!   connection parameters' `options`.
 //! - Skew never refuses (nothing becomes early by it: deadlines are the
 //!   server's); it warns.
-//! - An unsafe setting is a warning (logged at WARN and kept in
+//! - A setting that is `off` is a warning (logged at WARN and kept in
 //!   `PostgresBackend::warnings`), and with `PostgresOptions::strict` an
-//!   error: strict refuses what it cannot prove safe, as the Redis
-//!   backend's strict mode does.
+//!   error. Strict refuses when any of the three is `off`; it does not
+//!   look at replication (`synchronous_standby_names`, failover to an
+//!   asynchronous replica), which `docs/durable.md` lists as loss windows
+//!   of their own. A setting that cannot be read fails the connect.
+//! - They are read before the migration, so a strict connect that is
+//!   refused has written nothing.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
