@@ -250,3 +250,69 @@ fn a_taker_that_unwinds_hands_its_turn_on() {
     assert_eq!(taken, Some(1));
     assert!(started.elapsed() < WAIT, "it did not wait out its limit");
 }
+
+#[test]
+fn a_chain_whose_reschedule_panics_runs_on_after_the_lease() {
+    let mem = MemoryBackend::new();
+    let probed = Probed::new(mem.clone()).panicking("ack_and_reschedule", 1);
+    let probe = probed.probe.clone();
+    let runs: Runs = Arc::default();
+    // One worker: if the panic killed it, the chain would stop.
+    let pool = pool_on(probed, 1, Duration::from_millis(500), &runs, &[]);
+    pool.schedule_at_fixed_rate(
+        "job",
+        "tick",
+        &(),
+        Duration::ZERO,
+        Duration::from_millis(50),
+    )
+    .unwrap();
+    // The first run's reschedule panics: its item stays leased, comes back
+    // after the lease, and the chain goes on from there.
+    wait_for("the chain to run on", || {
+        runs_of(&runs).get("tick").copied().unwrap_or(0) >= 4
+    });
+    assert_eq!(probe.panics_left("ack_and_reschedule"), 0, "it did panic");
+    pool.shutdown();
+    assert!(pool.await_termination(WAIT));
+}
+
+#[test]
+fn a_job_whose_burial_panics_is_buried_after_its_lease() {
+    let mem = MemoryBackend::new();
+    let probed = Probed::new(mem.clone()).panicking("bury", 1);
+    let probe = probed.probe.clone();
+    let runs: Runs = Arc::default();
+    let seen = runs.clone();
+    let pool = DurablePool::builder(probed)
+        .threads(1)
+        .lease(Duration::from_millis(500))
+        .max_block(Duration::from_millis(100))
+        .max_attempts(2)
+        .retry_backoff(Duration::from_millis(20), Duration::from_millis(20))
+        .handler("job", move |_: &(), job| {
+            *seen.lock().unwrap().entry(job.id.clone()).or_default() += 1;
+            if job.id == "doomed" {
+                return Err("always fails".into());
+            }
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    pool.schedule("job", "doomed", &(), Duration::ZERO).unwrap();
+    // Its last attempt's burial panics: it stays leased, and the claim
+    // after its lease buries it (its attempts are spent).
+    wait_for("the burial", || {
+        pool.dead_letters(10)
+            .unwrap()
+            .iter()
+            .any(|d| d.id == "doomed")
+    });
+    assert_eq!(probe.panics_left("bury"), 0, "it did panic");
+    assert_eq!(runs_of(&runs).get("doomed").copied(), Some(2));
+    // The worker lives on.
+    pool.schedule("job", "after", &(), Duration::ZERO).unwrap();
+    wait_for("the next job", || runs_of(&runs).contains_key("after"));
+    pool.shutdown();
+    assert!(pool.await_termination(WAIT));
+}
