@@ -204,6 +204,16 @@ fn bad_input_is_an_error_not_a_panic() {
             .is_err(),
         "workers without handlers"
     );
+    let named = DurablePool::builder(MemoryBackend::new())
+        .threads(1)
+        .name("bad\0name")
+        .handler("job", |_: &u64, _| Ok(()))
+        .build();
+    assert!(
+        matches!(&named, Err(DurableError::Config(m)) if m.contains("NUL")),
+        "a thread name with a NUL byte: {:?}",
+        named.err()
+    );
     let opts = QueueOptions {
         lease: Duration::ZERO,
         ..QueueOptions::default()

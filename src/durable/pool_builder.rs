@@ -215,10 +215,16 @@ impl DurablePoolBuilder {
     /// # Errors
     ///
     /// [`DurableError::Config`] for workers without any handler, a kind over
-    /// 255 bytes or the reserved kind `schedpool/calendar`, invalid options,
-    /// or a worker thread that could not be spawned; a calendar schedule's
-    /// registration error (see [`DurablePool::schedule_calendar`]).
+    /// 255 bytes or the reserved kind `schedpool/calendar`, a thread name
+    /// with a NUL byte (the OS cannot take it), invalid options, or a worker
+    /// thread that could not be spawned; a calendar schedule's registration
+    /// error (see [`DurablePool::schedule_calendar`]).
     pub fn build(self) -> Result<DurablePool, DurableError> {
+        if self.name.contains('\0') {
+            return Err(DurableError::Config(
+                format!("the thread name {:?} contains a NUL byte", self.name).into(),
+            ));
+        }
         if self.threads > 0 && self.handlers.is_empty() {
             return Err(DurableError::Config(
                 "a pool with workers needs at least one handler (threads(0) makes a producer-only pool)"
