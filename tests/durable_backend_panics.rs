@@ -10,12 +10,14 @@
 //! (`tests/durable_support`), on the in-memory backend; the last one has a
 //! tracing subscriber panic while a taker holds its turn.
 
+mod common;
 mod durable_support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::PanickingSubscriber;
 use schedpool::durable::{DurableBackend, DurablePool, DurableQueue, MemoryBackend};
 
 type Probed = durable_support::Probed<MemoryBackend>;
@@ -200,28 +202,6 @@ fn a_queue_taker_gets_an_error_not_the_panic_and_the_others_go_on() {
     assert_eq!(taken, Some(1));
 }
 
-/// A tracing subscriber that panics on every event of the durable pool
-/// (a bug in a user's subscriber, or a panicking writer).
-struct PanickingSubscriber;
-
-impl tracing::Subscriber for PanickingSubscriber {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        if event.metadata().target() == "schedpool::durable" {
-            panic!("the subscriber panics");
-        }
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 #[test]
 fn a_taker_that_unwinds_hands_its_turn_on() {
     let mem = MemoryBackend::new();
@@ -233,7 +213,7 @@ fn a_taker_that_unwinds_hands_its_turn_on() {
     // holds the leader turn, panics in the subscriber.
     probe.fail_next("claim", 1);
     let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        tracing::subscriber::with_default(PanickingSubscriber, || q.poll())
+        tracing::subscriber::with_default(PanickingSubscriber("schedpool::durable"), || q.poll())
     }));
     assert!(
         unwound.is_err(),

@@ -508,3 +508,38 @@ fn a_service_holding_long_timeouts_can_shut_down_promptly() {
     assert!(java.await_termination(EVENTUALLY));
     assert_eq!(timeout.join(), Err(TaskError::Cancelled));
 }
+
+/// A subscriber that panics on the pool's "shutting down" line does not
+/// keep the tasks shutdown cancelled from completing: the wake-ups and
+/// completions come before the log line.
+#[test]
+fn a_subscriber_that_panics_in_shutdown_leaves_no_handle_waiting() {
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(1)
+        .execute_delayed_after_shutdown(false)
+        .build()
+        .unwrap();
+    let _guard = PoolGuard(pool.clone());
+    let later = pool.schedule(|| 1, Duration::from_secs(3600)).unwrap();
+    // A thread blocked in `join` (given time to block: if it has not, its
+    // join sees the cancel at once and the test proves less, but passes).
+    let (tx, rx) = mpsc::channel();
+    let joiner = std::thread::spawn(move || tx.send(later.join()).unwrap());
+    std::thread::sleep(Duration::from_millis(200));
+    let shut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tracing::subscriber::with_default(common::PanickingSubscriber("schedpool::pool"), || {
+            pool.shutdown();
+        })
+    }));
+    assert!(
+        shut.is_err(),
+        "the subscriber's panic went through shutdown"
+    );
+    assert_eq!(
+        rx.recv_timeout(EVENTUALLY),
+        Ok(Err(TaskError::Cancelled)),
+        "the blocked join was woken"
+    );
+    joiner.join().unwrap();
+    assert!(pool.await_termination(EVENTUALLY));
+}

@@ -239,7 +239,6 @@ impl Shared {
         let Err(err) = spawn_named(name, move || main(shared)) else {
             return Ok(());
         };
-        tracing::error!(target: "schedpool::pool", error = %err, "could not start a worker thread");
         let mut state = self.lock();
         state.worker_left();
         let mut taken_back = None;
@@ -254,7 +253,7 @@ impl Shared {
         let terminated = self.try_terminate(&mut state);
         drop(state);
         self.announce_termination(terminated);
-        match taken_back {
+        let result = match taken_back {
             Some(entry) => {
                 // Never reached a worker: the caller gets Err and no handle,
                 // so the task is simply dropped.
@@ -265,7 +264,12 @@ impl Shared {
                 Err(Rejected::no_worker(&err))
             }
             None => Ok(()),
-        }
+        };
+        // Logged once the worker count and the task are settled: a
+        // subscriber that panicked before would leave a phantom worker that
+        // keeps the pool from terminating.
+        tracing::error!(target: "schedpool::pool", error = %err, "could not start a worker thread");
+        result
     }
 
     /// Counts a refused submission (`PoolStats::rejected`; with the
@@ -396,14 +400,22 @@ impl Shared {
             // and each exiting worker wakes the next.
         };
         let (removed, terminated) = removed;
-        tracing::info!(target: "schedpool::pool", cancelled = removed.len(), "pool shutting down");
+        let cancelled = removed.len();
+        // Wake-ups and completions before the log line: a subscriber is
+        // user code, and one that panics must not leave a `join` or a
+        // `terminated()` waiting for ever.
         self.announce_termination(terminated);
         complete_cancelled(removed);
+        tracing::info!(target: "schedpool::pool", cancelled, "pool shutting down");
     }
 
     /// Java's `shutdownNow`: stop, and hand back every queued task that had
     /// not started, in deadline order.
     pub(crate) fn shutdown_now(&self) -> Vec<TaskPtr> {
+        // Logged first: once the queue is drained, a subscriber that panicked
+        // would drop the tasks before they reach the caller, and their
+        // handles would wait for ever.
+        tracing::info!(target: "schedpool::pool", "pool stopping now");
         let drained = {
             let mut state = self.handoff();
             self.set_run_state(&mut state, STOP);
@@ -416,7 +428,6 @@ impl Shared {
             (drained, paused, terminated)
         };
         let (drained, paused, terminated) = drained;
-        tracing::info!(target: "schedpool::pool", pending = drained.len(), "pool stopping now");
         self.announce_termination(terminated);
         complete_cancelled(paused);
         drained
@@ -499,12 +510,13 @@ impl ClockListener for Shared {
 }
 
 impl Shared {
-    /// Logs the pool's termination and wakes its `terminated()` futures
-    /// (outside the lock: a subscriber and a waker are user code).
+    /// Wakes the pool's `terminated()` futures and logs its termination
+    /// (outside the lock: a subscriber and a waker are user code; the
+    /// wake-ups first, so a subscriber that panics cannot keep them).
     pub(super) fn announce_termination(&self, terminated: bool) {
         if terminated {
-            tracing::info!(target: "schedpool::pool", "pool terminated");
             self.terminated_wakers.wake_all();
+            tracing::info!(target: "schedpool::pool", "pool terminated");
         }
     }
 }

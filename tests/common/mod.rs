@@ -109,3 +109,26 @@ impl<T: Clone> Log<T> {
         self.0.lock().unwrap().len()
     }
 }
+
+/// A tracing subscriber that panics on every event whose target is
+/// `target` (a bug in a user's subscriber, or a writer that panics): for
+/// the tests that check the crate's state survives such a panic.
+pub struct PanickingSubscriber(pub &'static str);
+
+impl tracing::Subscriber for PanickingSubscriber {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if event.metadata().target() == self.0 {
+            panic!("the subscriber panics on an event of {}", self.0);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
