@@ -296,3 +296,50 @@ fn a_job_whose_burial_panics_is_buried_after_its_lease() {
     pool.shutdown();
     assert!(pool.await_termination(WAIT));
 }
+
+/// A handler's error whose `Display` panics (user code that runs outside
+/// the handler's own `catch_unwind`, when the pool records the error).
+#[derive(Debug)]
+struct BadDisplay;
+
+impl std::fmt::Display for BadDisplay {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        panic!("Display panics")
+    }
+}
+
+impl std::error::Error for BadDisplay {}
+
+#[test]
+fn a_handler_error_whose_display_panics_leaves_the_worker_running() {
+    let mem = MemoryBackend::new();
+    let runs: Runs = Arc::default();
+    let seen = runs.clone();
+    // One worker: if the panic killed it, nothing after would run, and its
+    // run would stay counted as busy (the pool never idle or terminated).
+    let pool = DurablePool::builder(Probed::new(mem.clone()))
+        .threads(1)
+        .lease(Duration::from_millis(300))
+        .max_block(Duration::from_millis(100))
+        .retry_backoff(Duration::from_millis(20), Duration::from_millis(20))
+        .handler("job", move |_: &(), job| {
+            *seen.lock().unwrap().entry(job.id.clone()).or_default() += 1;
+            if job.id == "bad" && job.attempt == 1 {
+                return Err(Box::new(BadDisplay));
+            }
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    pool.schedule("job", "bad", &(), Duration::ZERO).unwrap();
+    // Its first run's settle unwound: the item goes back, runs again.
+    wait_for("the second run", || {
+        runs_of(&runs).get("bad").copied() == Some(2)
+    });
+    pool.schedule("job", "after", &(), Duration::ZERO).unwrap();
+    wait_for("the next job", || runs_of(&runs).contains_key("after"));
+    assert!(pool.wait_idle(WAIT), "the pool went idle");
+    assert_eq!(mem.counts().unwrap(), Default::default(), "none left");
+    pool.shutdown();
+    assert!(pool.await_termination(WAIT), "the pool terminated");
+}

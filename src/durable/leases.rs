@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -136,7 +137,15 @@ impl Leases {
         let me = self.clone();
         let spawned = std::thread::Builder::new()
             .name("schedpool-heartbeat".into())
-            .spawn(move || me.run());
+            .spawn(move || {
+                // A subscriber that panics while this thread logs a failed
+                // beat or release (user code) must not end the heartbeats:
+                // with `running` still set, none would start again. The
+                // loop resumes (its next beat waits a tick first).
+                while let Err(payload) = catch_unwind(AssertUnwindSafe(|| me.clone().run())) {
+                    crate::base::error::drop_quietly(payload);
+                }
+            });
         match spawned {
             Ok(_) => s.running = true,
             // Without the thread, leases expire and the items come back to

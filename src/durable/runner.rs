@@ -106,15 +106,31 @@ impl Inner {
     /// A worker thread's body.
     pub(super) fn work(self: Arc<Self>) {
         loop {
-            let taken = match self.taker.take(None) {
-                Ok(Some(t)) => t,
-                Ok(None) => break,
+            let taken = match catch_unwind(AssertUnwindSafe(|| self.taker.take(None))) {
+                Ok(Ok(Some(t))) => t,
+                Ok(Ok(None)) => break,
                 // `take(None)` retries store failures itself; an error here
                 // means nothing was claimed.
-                Err(_) => continue,
+                Ok(Err(_)) => continue,
+                // It unwound (a tracing subscriber that panicked while it
+                // logged, say): its turn is handed on (`taker.rs`'s
+                // `Marks`); pause, as its backoff would have.
+                Err(payload) => {
+                    crate::base::error::drop_quietly(payload);
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
             };
             self.state.lock().busy += 1;
-            self.run(taken);
+            // The handler runs inside its own `catch_unwind`; what runs
+            // around it can still unwind: the `Display` or `Drop` of the
+            // error it returned, a schedule's `Debug`, a tracing
+            // subscriber (all user code). The worker must outlive that
+            // with its counts right, or the pool never terminates: the
+            // run's item, if unsettled, goes back by `Delivery`'s drop.
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.run(taken))) {
+                crate::base::error::drop_quietly(payload);
+            }
             let mut s = self.state.lock();
             s.busy -= 1;
             self.cv.notify_all();
@@ -134,13 +150,16 @@ impl Inner {
         self.acker.run(|outcome| match outcome {
             Outcome::Acked => self.count_settle(Ok(()), &self.counters.succeeded),
             Outcome::LeaseLost { id, token } => {
-                tracing::warn!(target: "schedpool::durable", id, token,
-                    "lease lost before the ack: another holder has the item, or it was cancelled");
                 self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
+                // Contained: a subscriber that panicked would kill the only
+                // thread that sends the acks, and the pool would never
+                // terminate.
+                log_quietly(|| tracing::warn!(target: "schedpool::durable", id, token,
+                    "lease lost before the ack: another holder has the item, or it was cancelled"));
             }
-            Outcome::Failed { id, error } => tracing::warn!(target: "schedpool::durable", id,
+            Outcome::Failed { id, error } => log_quietly(|| tracing::warn!(target: "schedpool::durable", id,
                 error = %error,
-                "ack failed or unanswered (a batch split over several store calls may have landed in part); if the store did not record it, the item returns when its lease expires"),
+                "ack failed or unanswered (a batch split over several store calls may have landed in part); if the store did not record it, the item returns when its lease expires")),
         });
         let mut s = self.state.lock();
         s.running -= 1;
@@ -364,5 +383,13 @@ impl Inner {
                 "could not settle; the item returns when its lease expires"),
         }
         false
+    }
+}
+
+/// Emits a log line on a thread the pool cannot lose (the acker): a
+/// subscriber is user code, and its panic is dropped here.
+fn log_quietly(emit: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(emit)) {
+        crate::base::error::drop_quietly(payload);
     }
 }
