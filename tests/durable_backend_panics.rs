@@ -213,7 +213,9 @@ fn a_taker_that_unwinds_hands_its_turn_on() {
     // holds the leader turn, panics in the subscriber.
     probe.fail_next("claim", 1);
     let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        tracing::subscriber::with_default(PanickingSubscriber("schedpool::durable"), || q.poll())
+        tracing::subscriber::with_default(PanickingSubscriber("schedpool::durable", None), || {
+            q.poll()
+        })
     }));
     assert!(
         unwound.is_err(),

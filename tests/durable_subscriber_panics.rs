@@ -27,8 +27,11 @@ type Runs = Arc<Mutex<HashMap<String, u32>>>;
 fn panicking_subscriber() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        tracing::subscriber::set_global_default(common::PanickingSubscriber("schedpool::durable"))
-            .expect("the first global subscriber");
+        tracing::subscriber::set_global_default(common::PanickingSubscriber(
+            "schedpool::durable",
+            None,
+        ))
+        .expect("the first global subscriber");
     });
 }
 

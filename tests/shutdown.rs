@@ -527,9 +527,12 @@ fn a_subscriber_that_panics_in_shutdown_leaves_no_handle_waiting() {
     let joiner = std::thread::spawn(move || tx.send(later.join()).unwrap());
     std::thread::sleep(Duration::from_millis(200));
     let shut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        tracing::subscriber::with_default(common::PanickingSubscriber("schedpool::pool"), || {
-            pool.shutdown();
-        })
+        tracing::subscriber::with_default(
+            common::PanickingSubscriber("schedpool::pool", None),
+            || {
+                pool.shutdown();
+            },
+        )
     }));
     assert!(
         shut.is_err(),

@@ -18,11 +18,15 @@
 //!   (`completed`, and the batch's `taken`) is folded in under the next pool
 //!   lock, as a run's is.
 //! - A task body runs outside every lock, inside `catch_unwind`: a panicking
-//!   task never kills its worker.
+//!   task never kills its worker. What runs around the body (the lateness
+//!   warning, the span, a metrics recorder, the panic report) is contained
+//!   too (`run_one`): if it unwinds, a task still `RUNNING` is completed as
+//!   cancelled, so no handle waits for a run that never ends.
 //! - A worker leaves by decrementing `workers` under the lock where it
 //!   decided to leave. If it unwinds instead (a bug, or a panicking hook), a
 //!   drop guard does the same, and starts a replacement if work is queued.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::base::clock::Nanos;
@@ -348,7 +352,43 @@ fn claim(shared: &Shared, state: &mut State, task: &TaskPtr, now: Nanos) -> Clai
 
 /// Runs a task the worker claimed (it is `RUNNING`); returns what to fold
 /// in afterwards.
+///
+/// The body runs inside its own `catch_unwind` (in the task); what runs
+/// around it is contained here: a tracing subscriber or a metrics recorder
+/// (user code) that panics must not leave the task `RUNNING` for ever, its
+/// handle waiting. Such a task is completed as cancelled, unless its run
+/// already completed it, and the worker goes on.
 fn run_one(shared: &Shared, task: TaskPtr, now: Nanos) -> Finished {
+    let again = match catch_unwind(AssertUnwindSafe(|| run_around(shared, &task, now))) {
+        Ok(again) => again,
+        Err(payload) => {
+            if task.header().try_cancel() {
+                task.cancelled();
+            }
+            drop_quietly(payload);
+            false
+        }
+    };
+    if again {
+        Finished {
+            again: Some(task),
+            started: now,
+        }
+    } else {
+        // Perhaps the last reference (the handle is gone): dropping it drops
+        // a stored result whose `Drop` may panic. Contained, so the worker
+        // survives.
+        drop_quietly(task);
+        Finished {
+            again: None,
+            started: now,
+        }
+    }
+}
+
+/// The run itself, with its bookkeeping: lateness, span, hooks, metrics,
+/// the panic report. True if a periodic task is to be requeued.
+fn run_around(shared: &Shared, task: &TaskPtr, now: Nanos) -> bool {
     let header = task.header();
     let info = RunInfo::new(
         header.seq(),
@@ -382,21 +422,7 @@ fn run_one(shared: &Shared, task: TaskPtr, now: Nanos) -> Finished {
     if let Some(caught) = ran.panic {
         shared.report_panic(header, caught);
     }
-    if ran.again {
-        Finished {
-            again: Some(task),
-            started: now,
-        }
-    } else {
-        // Perhaps the last reference (the handle is gone): dropping it drops
-        // a stored result whose `Drop` may panic. Contained, so the worker
-        // survives.
-        drop_quietly(task);
-        Finished {
-            again: None,
-            started: now,
-        }
-    }
+    ran.again
 }
 
 /// Sets the calling thread's timer slack (Linux: how late the kernel may

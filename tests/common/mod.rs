@@ -110,10 +110,11 @@ impl<T: Clone> Log<T> {
     }
 }
 
-/// A tracing subscriber that panics on every event whose target is
-/// `target` (a bug in a user's subscriber, or a writer that panics): for
-/// the tests that check the crate's state survives such a panic.
-pub struct PanickingSubscriber(pub &'static str);
+/// A tracing subscriber that panics on every event whose target is the
+/// first field (and, if the second is given, whose level is that): a bug in
+/// a user's subscriber, or a writer that panics. For the tests that check
+/// the crate's state survives such a panic.
+pub struct PanickingSubscriber(pub &'static str, pub Option<tracing::Level>);
 
 impl tracing::Subscriber for PanickingSubscriber {
     fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
@@ -125,7 +126,8 @@ impl tracing::Subscriber for PanickingSubscriber {
     fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, event: &tracing::Event<'_>) {
-        if event.metadata().target() == self.0 {
+        let m = event.metadata();
+        if m.target() == self.0 && self.1.is_none_or(|level| *m.level() == level) {
             panic!("the subscriber panics on an event of {}", self.0);
         }
     }
