@@ -458,6 +458,7 @@ pub fn signal(pid: u32, sig: &str) {
 pub fn watchdog<R>(limit: Duration, f: impl FnOnce() -> R) -> R {
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = done.clone();
+    let name = std::thread::current().name().map(str::to_string);
     std::thread::spawn(move || {
         let until = Instant::now() + limit;
         while Instant::now() < until {
@@ -466,7 +467,15 @@ pub fn watchdog<R>(limit: Duration, f: impl FnOnce() -> R) -> R {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        eprintln!("watchdog: test exceeded {limit:?}; aborting");
+        // Straight to the process's stderr: `eprintln!` in a thread a test
+        // spawned is captured with the test's output, which the abort
+        // throws away, and CI would not say which test hung.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "watchdog: test {} exceeded {limit:?}; aborting",
+            name.as_deref().unwrap_or("?")
+        );
         std::process::abort();
     });
     let r = f();
