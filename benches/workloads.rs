@@ -22,6 +22,7 @@
 //! | W1 | 1M no-op tasks, delays in [1 h, 2 h), one thread      | ns per schedule |
 //! | W2 | cancel all of them in random order; heap retained     | ns per cancel; bytes |
 //! | W3 | 1M zero-delay tasks, one submitter, 2 workers         | tasks/s until the last ran |
+//! | W3S | W3 through `schedule(0)`, each handle dropped at once | as W3 |
 //! | W4 | 10k tasks, delays in [0, 1 s): start − deadline       | p50, p99, p99.9, max µs |
 //! | W5 | 1000 fixed-rate tasks, period 1 ms, 2 s               | runs / expected; worst drift |
 //! | W6 | 1M pending tasks                                       | heap bytes per task |
@@ -355,14 +356,24 @@ fn memory<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
 }
 
 /// W3: zero-delay tasks from one thread into 2 workers, until the last ran.
-fn w3<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
+/// `W3` submits through each pool's `execute`; `W3S` through its scheduler
+/// (`schedule` with a zero delay, the handle dropped at once), which for
+/// schedpool and Java's STPE is the same path and for JDK 25's
+/// `ForkJoinPool` is its `DelayScheduler` instead of its work-stealing queues.
+fn w3<P: BenchPool>(p: &Params, label: &'static str, rows: &mut Vec<Row>) {
     let n = p.n_zero;
     let pool = P::with_threads(2);
     let latch = Latch::leak(n);
     let c0 = process_cpu_ns();
     let t = Instant::now();
-    for _ in 0..n {
-        pool.execute(move || latch.hit());
+    if label == "W3S" {
+        for _ in 0..n {
+            drop(pool.schedule(Duration::ZERO, move || latch.hit()));
+        }
+    } else {
+        for _ in 0..n {
+            pool.execute(move || latch.hit());
+        }
     }
     let submitted = t.elapsed();
     let ok = latch.wait(Duration::from_secs(120));
@@ -370,11 +381,11 @@ fn w3<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
     let cpu = process_cpu_ns() - c0;
     pool.teardown();
     if !ok {
-        eprintln!("{}: W3 timed out", P::NAME);
+        eprintln!("{}: {label} timed out", P::NAME);
     }
     rows.push(row(
         P::NAME,
-        "W3",
+        label,
         "throughput",
         "tasks/s",
         if ok {
@@ -385,14 +396,14 @@ fn w3<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
     ));
     rows.push(row(
         P::NAME,
-        "W3",
+        label,
         "submit",
         "ns/op",
         submitted.as_nanos() as f64 / n as f64,
     ));
     rows.push(row(
         P::NAME,
-        "W3",
+        label,
         "cpu all threads",
         "ns/task",
         cpu as f64 / n as f64,
@@ -712,7 +723,11 @@ fn run_all<P: BenchPool>(p: &Params, a: &Args, rows: &mut Vec<Row>) {
     }
     if a.wants("W3") {
         step("W3");
-        probed("W3", rows, &|rows| w3::<P>(p, rows));
+        probed("W3", rows, &|rows| w3::<P>(p, "W3", rows));
+    }
+    if a.wants("W3S") {
+        step("W3S");
+        probed("W3S", rows, &|rows| w3::<P>(p, "W3S", rows));
     }
     if a.wants("W4") {
         step("W4");

@@ -348,22 +348,32 @@ public final class StpeBench {
         add("W6", "heap/task+handle", "bytes", (double) withHandles / n);
     }
 
-    void w3() {
+    /**
+     * W3 submits through {@code execute}; W3S through the scheduler,
+     * {@code schedule(r, 0, NANOSECONDS)} with the future dropped. On STPE the two
+     * are the same path; on FJP, {@code execute} goes to the work-stealing queues
+     * and {@code schedule} to its DelayScheduler.
+     */
+    void w3(String label) {
         int n = p.nZero;
         ScheduledExecutorService ex = pool();
         Latch l = new Latch(n);
         Runnable r = l::hit;
         long c0 = processCpuNs();
         long t = System.nanoTime();
-        for (int i = 0; i < n; i++) ex.execute(r);
+        if (label.equals("W3S")) {
+            for (int i = 0; i < n; i++) ex.schedule(r, 0L, TimeUnit.NANOSECONDS);
+        } else {
+            for (int i = 0; i < n; i++) ex.execute(r);
+        }
         long submitted = System.nanoTime() - t;
         boolean ok = l.await(120_000_000_000L);
         long el = System.nanoTime() - t;
         long cpu = processCpuNs() - c0;
         teardown(ex);
-        add("W3", "throughput", "tasks/s", ok ? n / (el / 1e9) : Double.NaN);
-        add("W3", "submit", "ns/op", (double) submitted / n);
-        add("W3", "cpu all threads", "ns/task", (double) cpu / n);
+        add(label, "throughput", "tasks/s", ok ? n / (el / 1e9) : Double.NaN);
+        add(label, "submit", "ns/op", (double) submitted / n);
+        add(label, "cpu all threads", "ns/task", (double) cpu / n);
     }
 
     void w4(String label) throws IOException {
@@ -862,7 +872,8 @@ public final class StpeBench {
         b.warmup();
         if (wants(only, "W1") || wants(only, "W2")) { System.err.println("[" + IMPL + "] W1/W2 time ..."); b.w1w2(); }
         if (wants(only, "W2") || wants(only, "W6")) { System.err.println("[" + IMPL + "] W2/W6 heap ..."); b.memory(); }
-        if (wants(only, "W3")) { System.err.println("[" + IMPL + "] W3 ..."); b.w3(); }
+        if (wants(only, "W3")) { System.err.println("[" + IMPL + "] W3 ..."); b.w3("W3"); }
+        if (wants(only, "W3S")) { System.err.println("[" + IMPL + "] W3S ..."); b.w3("W3S"); }
         if (wants(only, "W4")) { System.err.println("[" + IMPL + "] W4 ..."); b.w4("W4"); }
         if (wants(only, "W5")) { System.err.println("[" + IMPL + "] W5 ..."); b.w5(); }
         if (wants(only, "W7")) { System.err.println("[" + IMPL + "] W7 ..."); b.w7(); }
