@@ -7,8 +7,9 @@
 //! panic itself.
 //!
 //! Each test makes the next calls of one verb panic through `Probed`
-//! (`tests/durable_support`), on the in-memory backend; the last one has a
-//! tracing subscriber panic while a taker holds its turn.
+//! (`tests/durable_support`), on the in-memory backend. Two have a tracing
+//! subscriber panic instead (on the calling thread only): while a taker
+//! holds its turn, and while shutdown releases the items claimed ahead.
 
 mod common;
 mod durable_support;
@@ -344,4 +345,76 @@ fn a_handler_error_whose_display_panics_leaves_the_worker_running() {
     assert_eq!(mem.counts().unwrap(), Default::default(), "none left");
     pool.shutdown();
     assert!(pool.await_termination(WAIT), "the pool terminated");
+}
+
+#[test]
+fn a_failed_release_logged_to_a_panicking_subscriber_leaks_no_lease() {
+    let mem = MemoryBackend::new();
+    let lease = Duration::from_millis(300);
+    let runs: Runs = Arc::default();
+    let seen = runs.clone();
+    let probed = Probed::new(mem.clone()).claim_delay(150);
+    let probe = probed.probe.clone();
+    let pool_a = DurablePool::builder(probed)
+        .threads(1)
+        .lease(lease)
+        .handler("job", move |_: &(), job| {
+            *seen.lock().unwrap().entry(job.id.clone()).or_default() += 1;
+            if job.id == "a-slow" {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    // Fast runs teach the pool to claim ahead; then one claim takes the
+    // slow item and the ones behind it (due together, they come in id
+    // order).
+    for i in 0..5 {
+        pool_a
+            .schedule("job", &format!("warm-{i}"), &(), Duration::ZERO)
+            .unwrap();
+    }
+    assert!(pool_a.wait_idle(WAIT));
+    pool_a
+        .schedule("job", "a-slow", &(), Duration::ZERO)
+        .unwrap();
+    for i in 0..29 {
+        pool_a
+            .schedule("job", &format!("b-{i}"), &(), Duration::ZERO)
+            .unwrap();
+    }
+    wait_for("the slow run", || runs_of(&runs).contains_key("a-slow"));
+    let held = mem.counts().unwrap().in_flight;
+    assert!(held > 2, "pool A claimed ahead: {held} in flight");
+    // Shutdown releases the items waiting in the buffer; the first release
+    // fails, and the warning about it panics in the subscriber. The items
+    // it had not come to must still be let go of: their leases lapse and
+    // they come back, where a lease left to the heartbeat would be renewed
+    // for as long as this process lives.
+    probe.fail_next("nack", 1);
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tracing::subscriber::with_default(PanickingSubscriber("schedpool::durable", None), || {
+            pool_a.shutdown()
+        })
+    }));
+    assert!(pool_a.await_termination(WAIT));
+    let pool_b = DurablePool::builder(Probed::new(mem.clone()))
+        .threads(2)
+        .lease(lease)
+        .max_block(Duration::from_millis(100))
+        .handler("job", {
+            let seen = runs.clone();
+            move |_: &(), job| {
+                *seen.lock().unwrap().entry(job.id.clone()).or_default() += 1;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    wait_for("every run", || runs_of(&runs).len() == 35);
+    assert!(pool_b.wait_idle(WAIT));
+    assert_eq!(mem.counts().unwrap(), Default::default(), "none lost");
+    pool_b.shutdown();
+    assert!(pool_b.await_termination(WAIT));
 }

@@ -91,6 +91,29 @@ fn a_failed_ack_logged_to_a_panicking_subscriber_leaves_the_acker_running() {
 }
 
 #[test]
+fn a_failed_claim_logged_to_a_panicking_subscriber_leaves_the_worker_running() {
+    panicking_subscriber();
+    let mem = MemoryBackend::new();
+    let probed = Probed::new(mem.clone());
+    let probe = probed.probe.clone();
+    let runs: Runs = Arc::default();
+    // The pool's only worker: if its take unwinding ended it, nothing
+    // would run again.
+    let pool = pool_on(probed, Duration::from_millis(500), &runs, Duration::ZERO);
+    // Its next claims fail; the taker logs each failure, and the
+    // subscriber panics in the worker's take.
+    probe.fail_next("claim", 2);
+    wait_for("the failed claims", || probe.calls("claim") >= 3);
+    pool.schedule("job", "after", &(), Duration::ZERO).unwrap();
+    wait_for("the run", || {
+        runs_of(&runs).get("after").copied() == Some(1)
+    });
+    assert!(pool.wait_idle(WAIT), "the pool went idle");
+    pool.shutdown();
+    assert!(pool.await_termination(WAIT), "the pool terminated");
+}
+
+#[test]
 fn a_failed_beat_logged_to_a_panicking_subscriber_leaves_the_heartbeat_running() {
     panicking_subscriber();
     let mem = MemoryBackend::new();

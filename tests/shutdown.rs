@@ -546,3 +546,62 @@ fn a_subscriber_that_panics_in_shutdown_leaves_no_handle_waiting() {
     joiner.join().unwrap();
     assert!(pool.await_termination(EVENTUALLY));
 }
+
+/// A waker that counts its wake-ups, and panics in them if told to.
+struct CountingWaker {
+    woken: AtomicUsize,
+    panics: bool,
+}
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.fetch_add(1, Ordering::SeqCst);
+        assert!(!self.panics, "this waker panics");
+    }
+}
+
+#[test]
+fn a_waker_that_panics_at_termination_does_not_keep_the_others_asleep() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let pool = ScheduledThreadPool::new(1);
+    let _guard = PoolGuard(pool.clone());
+    let wakers: Vec<Arc<CountingWaker>> = [true, false, true, false]
+        .into_iter()
+        .map(|panics| {
+            Arc::new(CountingWaker {
+                woken: AtomicUsize::new(0),
+                panics,
+            })
+        })
+        .collect();
+    // Four futures wait for termination, each with its own waker, the one
+    // that panics first in line.
+    let mut futures: Vec<_> = wakers.iter().map(|_| Box::pin(pool.terminated())).collect();
+    for (future, waker) in futures.iter_mut().zip(&wakers) {
+        let waker = Waker::from(Arc::clone(waker));
+        let mut cx = Context::from_waker(&waker);
+        assert_eq!(future.as_mut().poll(&mut cx), Poll::Pending);
+    }
+    // The pool never started a worker (workers start with the first
+    // task, as Java's do), so it terminates in `shutdown`'s caller, which
+    // wakes them.
+    let shut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.shutdown()));
+    assert!(pool.await_termination(EVENTUALLY));
+    eventually("every waker woken", || {
+        wakers.iter().all(|w| w.woken.load(Ordering::SeqCst) == 1)
+    });
+    assert!(
+        shut.is_err(),
+        "the first waker's panic reached the thread that terminated the pool"
+    );
+    for (future, waker) in futures.iter_mut().zip(&wakers) {
+        let waker = Waker::from(Arc::clone(waker));
+        let mut cx = Context::from_waker(&waker);
+        assert_eq!(future.as_mut().poll(&mut cx), Poll::Ready(()));
+    }
+}

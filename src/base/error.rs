@@ -412,6 +412,20 @@ pub(crate) fn drop_quietly<T>(value: T) {
     }
 }
 
+/// Runs `f`, containing a panic from it: `None` if it unwound, its payload
+/// dropped by [`drop_quietly`]. For the pool's own threads around code they
+/// do not own (a tracing subscriber, a user type's `Display`): such a panic
+/// must not end the thread or skip the bookkeeping after it.
+pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> Option<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(value) => Some(value),
+        Err(payload) => {
+            drop_quietly(payload);
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,11 +20,11 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::base::error::quietly;
 use crate::base::sync::{Condvar, Mutex};
 
 use super::backend::{DurableBackend, Nack};
@@ -142,9 +142,7 @@ impl Leases {
                 // beat or release (user code) must not end the heartbeats:
                 // with `running` still set, none would start again. The
                 // loop resumes (its next beat waits a tick first).
-                while let Err(payload) = catch_unwind(AssertUnwindSafe(|| me.clone().run())) {
-                    crate::base::error::drop_quietly(payload);
-                }
+                while quietly(|| me.clone().run()).is_none() {}
             });
         match spawned {
             Ok(_) => s.running = true,

@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::base::error::quietly;
 use crate::base::sync::{Condvar, Mutex};
 
 use super::acker::{Acker, Outcome};
@@ -44,6 +45,11 @@ use super::taker::{Taken, Taker};
 /// How long the items a claim takes ahead should last the workers: short
 /// against the 50 ms a new item may wait, long against a claim's round trip.
 const BUFFER_TARGET: Duration = Duration::from_millis(10);
+
+/// How long a worker pauses after its take unwound (through a subscriber
+/// that panicked while the taker logged a failed claim, say), as the
+/// taker's own backoff would have after the failure.
+const UNWOUND_TAKE_PAUSE: Duration = Duration::from_millis(50);
 
 /// The most items a claim takes ahead (the backends lease at most 100 a
 /// claim anyway).
@@ -106,18 +112,17 @@ impl Inner {
     /// A worker thread's body.
     pub(super) fn work(self: Arc<Self>) {
         loop {
-            let taken = match catch_unwind(AssertUnwindSafe(|| self.taker.take(None))) {
-                Ok(Ok(Some(t))) => t,
-                Ok(Ok(None)) => break,
+            let taken = match quietly(|| self.taker.take(None)) {
+                Some(Ok(Some(t))) => t,
+                Some(Ok(None)) => break,
                 // `take(None)` retries store failures itself; an error here
                 // means nothing was claimed.
-                Ok(Err(_)) => continue,
+                Some(Err(_)) => continue,
                 // It unwound (a tracing subscriber that panicked while it
                 // logged, say): its turn is handed on (`taker.rs`'s
                 // `Marks`); pause, as its backoff would have.
-                Err(payload) => {
-                    crate::base::error::drop_quietly(payload);
-                    std::thread::sleep(Duration::from_millis(50));
+                None => {
+                    std::thread::sleep(UNWOUND_TAKE_PAUSE);
                     continue;
                 }
             };
@@ -128,9 +133,7 @@ impl Inner {
             // subscriber (all user code). The worker must outlive that
             // with its counts right, or the pool never terminates: the
             // run's item, if unsettled, goes back by `Delivery`'s drop.
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.run(taken))) {
-                crate::base::error::drop_quietly(payload);
-            }
+            quietly(|| self.run(taken));
             let mut s = self.state.lock();
             s.busy -= 1;
             self.cv.notify_all();
@@ -154,12 +157,14 @@ impl Inner {
                 // Contained: a subscriber that panicked would kill the only
                 // thread that sends the acks, and the pool would never
                 // terminate.
-                log_quietly(|| tracing::warn!(target: "schedpool::durable", id, token,
+                quietly(|| tracing::warn!(target: "schedpool::durable", id, token,
                     "lease lost before the ack: another holder has the item, or it was cancelled"));
             }
-            Outcome::Failed { id, error } => log_quietly(|| tracing::warn!(target: "schedpool::durable", id,
+            Outcome::Failed { id, error } => {
+                quietly(|| tracing::warn!(target: "schedpool::durable", id,
                 error = %error,
-                "ack failed or unanswered (a batch split over several store calls may have landed in part); if the store did not record it, the item returns when its lease expires")),
+                "ack failed or unanswered (a batch split over several store calls may have landed in part); if the store did not record it, the item returns when its lease expires"));
+            }
         });
         let mut s = self.state.lock();
         s.running -= 1;
@@ -383,13 +388,5 @@ impl Inner {
                 "could not settle; the item returns when its lease expires"),
         }
         false
-    }
-}
-
-/// Emits a log line on a thread the pool cannot lose (the acker): a
-/// subscriber is user code, and its panic is dropped here.
-fn log_quietly(emit: impl FnOnce()) {
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(emit)) {
-        crate::base::error::drop_quietly(payload);
     }
 }

@@ -39,6 +39,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::base::error::quietly;
 use crate::base::sync::{AtomicUsize, Condvar, Mutex, Ordering};
 
 use super::backend::{Claimed, DurableBackend, DurableError, Nack};
@@ -320,17 +321,24 @@ impl Taker {
                 continue;
             }
             if let Err(err) = self.backend().nack(&item.id, item.token, Nack::Release) {
-                tracing::warn!(target: "schedpool::durable", id = %item.id, error = %err,
-                    "could not release an item; it returns when its lease expires");
+                // Contained: a subscriber that panicked here would leave
+                // the leases of the items after this one unsettled, and the
+                // heartbeat would renew them while the process lives.
+                quietly(|| {
+                    tracing::warn!(target: "schedpool::durable", id = %item.id, error = %err,
+                    "could not release an item; it returns when its lease expires")
+                });
                 if err.is_unavailable() {
                     unreachable = Some(err);
                 }
             }
         }
         if let Some(err) = unreachable.filter(|_| left > 0) {
-            tracing::warn!(target: "schedpool::durable", items = left, error = %err,
+            quietly(|| {
+                tracing::warn!(target: "schedpool::durable", items = left, error = %err,
                 "the store is unreachable: the other claimed items are not released; \
-                 they return when their leases expire");
+                 they return when their leases expire")
+            });
         }
     }
 
