@@ -743,7 +743,8 @@ fn w8<P: BenchPool>(p: &Params, rows: &mut Vec<Row>) {
 
 fn run_all<P: BenchPool>(p: &Params, a: &Args, rows: &mut Vec<Row>) {
     let step = |w: &str| eprintln!("[{}] {} ...", P::NAME, w);
-    // tokio's timer is the peer of the timeout workloads only.
+    // tokio's timer is the peer of the timeout workloads only; the owner
+    // model runs W9 and W9L only.
     let timeouts_only = P::NAME == Tokio::NAME || P::NAME == Owner::NAME;
     let timeouts: &[&str] = match P::NAME == Owner::NAME {
         true => &["W9", "W9L"],
