@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use crate::base::clock::after;
 use crate::base::error::Rejected;
-use crate::pool::config::TERMINATED;
+use crate::pool::config::{run_state_name, TERMINATED};
 use crate::pool::handle::{PendingTask, ScheduledHandle};
 use crate::pool::shared::Shared;
 use crate::pool::stats::PoolStats;
@@ -347,7 +347,10 @@ impl fmt::Debug for ScheduledThreadPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.shared().lock();
         f.debug_struct("ScheduledThreadPool")
-            .field("run_state", &state.run_state)
+            .field(
+                "run_state",
+                &format_args!("{}", run_state_name(state.run_state)),
+            )
             .field("workers", &state.workers)
             .field("queued", &state.queue.len())
             .field("active", &state.active)
