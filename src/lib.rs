@@ -195,12 +195,8 @@ pub use pool::calendar::OnCalendar;
 pub use pool::cancel_guard::CancelOnDrop;
 pub use pool::executor::{ScheduledThreadPool, Terminated};
 pub use pool::handle::{PendingTask, ScheduledHandle, TaskState};
-#[allow(deprecated)]
-pub use pool::hooks::TaskPanic;
 pub use pool::hooks::{RunInfo, TaskFailure};
 pub use pool::idle::IdleTimer;
 pub use pool::periodic::Periodic;
 pub use pool::stats::{Lateness, PoolStats};
-#[allow(deprecated)]
-pub use task::policy::OnPanic;
 pub use task::policy::{MissedTicks, Next, OnFailure, RunOutcome, RunResult};

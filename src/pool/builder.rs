@@ -178,16 +178,6 @@ impl Builder {
         self
     }
 
-    /// The old name of [`failure_handler`](Self::failure_handler) (which also
-    /// sees the `Err`s bodies return).
-    #[deprecated(
-        since = "0.1.0",
-        note = "renamed `failure_handler`: it sees `Err` failures too"
-    )]
-    pub fn panic_handler(self, handler: impl Fn(TaskFailure) + Send + Sync + 'static) -> Self {
-        self.failure_handler(handler)
-    }
-
     /// Called on the worker thread just before each run (Java's
     /// `beforeExecute`). A panic inside it is contained.
     pub fn before_execute(mut self, hook: impl Fn(&RunInfo) + Send + Sync + 'static) -> Self {

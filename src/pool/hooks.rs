@@ -128,13 +128,6 @@ pub struct TaskFailure {
     panicked: bool,
 }
 
-/// The old name of [`TaskFailure`], from when only a panic was a failure.
-#[deprecated(
-    since = "0.1.0",
-    note = "renamed `TaskFailure`: an `Err` returned by a body is a failure too"
-)]
-pub type TaskPanic = TaskFailure;
-
 impl TaskFailure {
     pub(crate) fn new(
         id: u64,

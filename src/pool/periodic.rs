@@ -1,5 +1,5 @@
 //! Periodic tasks, the public side: the [`Periodic`] builder and its
-//! options (missed ticks, panic policy, run limits, jitter, dynamic
+//! options (missed ticks, failure policy, run limits, jitter, dynamic
 //! delays), and the pieces calendar tasks (`crate::pool::calendar`) share
 //! with it: the option checks, the plain-body wrapper and the submission.
 //! The task body that computes each next run is in `crate::task::periodic`.
@@ -90,15 +90,6 @@ impl<'a> Periodic<'a> {
     pub fn on_failure(mut self, policy: OnFailure) -> Self {
         self.options.on_failure = policy;
         self
-    }
-
-    /// The old name of [`on_failure`](Self::on_failure).
-    #[deprecated(
-        since = "0.1.0",
-        note = "renamed `on_failure`: an `Err` returned by the body is a failure too"
-    )]
-    pub fn on_panic(self, policy: OnFailure) -> Self {
-        self.on_failure(policy)
     }
 
     /// Run at most `n` times, then complete the handle with `Ok(())`.

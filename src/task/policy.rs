@@ -42,13 +42,6 @@ pub enum OnFailure {
     },
 }
 
-/// The old name of [`OnFailure`], from when only a panic was a failure.
-#[deprecated(
-    since = "0.1.0",
-    note = "renamed `OnFailure`: an `Err` returned by a body is a failure too"
-)]
-pub type OnPanic = OnFailure;
-
 /// What a plain periodic body returns ([`Periodic::start`](crate::Periodic::start),
 /// [`schedule_at_fixed_rate`](crate::ScheduledThreadPool::schedule_at_fixed_rate),
 /// [`schedule_with_fixed_delay`](crate::ScheduledThreadPool::schedule_with_fixed_delay),
