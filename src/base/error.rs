@@ -5,13 +5,18 @@
 
 use std::error::Error;
 use std::fmt;
+use std::io;
+use std::sync::Arc;
 
 /// A submission the pool refused. Nothing of it was queued and nothing of it
 /// will ever run.
 ///
 /// The pool rejects for three reasons: it is shut down, an argument is
 /// invalid (a zero period or fixed delay), or it could not start a worker
-/// thread and has none. [`Display`](fmt::Display) says which.
+/// thread and has none. [`Display`](fmt::Display) says which. For the last,
+/// the OS's [`io::Error`] is the rejection's [`source`](Error::source)
+/// (its text is in the message too), so code can look at its kind or
+/// `raw_os_error`; two rejections compare equal when their messages do.
 ///
 /// # Examples
 ///
@@ -33,12 +38,28 @@ pub struct Rejected {
     reason: Reason,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Reason {
     Shutdown,
     InvalidArgument(&'static str),
-    NoWorker(String),
+    /// Shared, so that `Rejected` stays `Clone` (an `io::Error` is not).
+    NoWorker(Arc<io::Error>),
 }
+
+impl PartialEq for Reason {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Reason::Shutdown, Reason::Shutdown) => true,
+            (Reason::InvalidArgument(a), Reason::InvalidArgument(b)) => a == b,
+            (Reason::NoWorker(a), Reason::NoWorker(b)) => {
+                a.kind() == b.kind() && a.to_string() == b.to_string()
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Reason {}
 
 impl Rejected {
     pub(crate) fn shutdown() -> Self {
@@ -51,9 +72,15 @@ impl Rejected {
             reason: Reason::InvalidArgument(what),
         }
     }
-    pub(crate) fn no_worker(err: &std::io::Error) -> Self {
+    /// A copy of `err` is kept (the pool still logs the original): the
+    /// same OS error code, or else the same kind and text.
+    pub(crate) fn no_worker(err: &io::Error) -> Self {
+        let copy = match err.raw_os_error() {
+            Some(code) => io::Error::from_raw_os_error(code),
+            None => io::Error::new(err.kind(), err.to_string()),
+        };
         Rejected {
-            reason: Reason::NoWorker(err.to_string()),
+            reason: Reason::NoWorker(Arc::new(copy)),
         }
     }
 
@@ -67,7 +94,8 @@ impl Rejected {
         matches!(self.reason, Reason::InvalidArgument(_))
     }
 
-    /// True if no worker thread existed and a new one could not be started.
+    /// True if no worker thread existed and a new one could not be started;
+    /// the OS's error is then [`source`](Error::source).
     pub fn is_no_worker(&self) -> bool {
         matches!(self.reason, Reason::NoWorker(_))
     }
@@ -88,7 +116,14 @@ impl fmt::Display for Rejected {
     }
 }
 
-impl Error for Rejected {}
+impl Error for Rejected {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match &self.reason {
+            Reason::NoWorker(err) => Some(&**err),
+            Reason::Shutdown | Reason::InvalidArgument(_) => None,
+        }
+    }
+}
 
 /// Why an accepted task produced no value: cancelled, panicked, or (a
 /// periodic task) stopped by an `Err` its body returned.
