@@ -3,6 +3,7 @@
 //! without a value) and [`BuildError`] (a pool configuration that cannot
 //! be built).
 
+use std::borrow::Cow;
 use std::error::Error;
 use std::fmt;
 use std::io;
@@ -41,7 +42,7 @@ pub struct Rejected {
 #[derive(Debug, Clone)]
 enum Reason {
     Shutdown,
-    InvalidArgument(&'static str),
+    InvalidArgument(Cow<'static, str>),
     /// Shared, so that `Rejected` stays `Clone` (an `io::Error` is not).
     NoWorker(Arc<io::Error>),
 }
@@ -67,9 +68,9 @@ impl Rejected {
             reason: Reason::Shutdown,
         }
     }
-    pub(crate) fn invalid(what: &'static str) -> Self {
+    pub(crate) fn invalid(what: impl Into<Cow<'static, str>>) -> Self {
         Rejected {
-            reason: Reason::InvalidArgument(what),
+            reason: Reason::InvalidArgument(what.into()),
         }
     }
     /// A copy of `err` is kept (the pool still logs the original): the

@@ -9,7 +9,9 @@
 //!
 //! - Every option is validated in `start`, before anything is queued, and
 //!   the schedule must have a fire after now: a bad configuration is a
-//!   `Rejected`, never a task that silently never runs.
+//!   `Rejected`, never a task that silently never runs. A schedule that
+//!   breaks its contract at `start` (panics, or answers a time not after
+//!   now) is a `Rejected` that says so, not "no fire time".
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -142,7 +144,9 @@ impl<'a> OnCalendar<'a> {
     /// # Errors
     ///
     /// [`Rejected`] if the schedule has no fire after now (before
-    /// [`until`](Self::until)), for `max_runs(0)`, a zero
+    /// [`until`](Self::until)); if its `next_after` panics or answers a
+    /// time not after now (the message says which, with both times in
+    /// UTC); for `max_runs(0)`, a zero
     /// [`wall_clock_check`](Self::wall_clock_check), `MissedTicks::Delay`,
     /// a backoff with a zero initial delay or a maximum below it; or once
     /// shutdown has begun.
@@ -170,9 +174,12 @@ impl<'a> OnCalendar<'a> {
         let seq = shared.next_seq();
         let now = shared.clock.now();
         let control = Control::calendar(options, plan, now, seq);
-        let first = control
-            .plan()
-            .and_then(|plan| plan.first(shared.clock.wall_now(), now, control.jitter()));
+        let first = match control.plan() {
+            Some(plan) => plan
+                .first(shared.clock.wall_now(), now, control.jitter())
+                .map_err(Rejected::invalid)?,
+            None => None,
+        };
         let Some(deadline) = first else {
             return Err(Rejected::invalid(
                 "the schedule has no fire time after now (before `until`)",
@@ -207,8 +214,9 @@ impl ScheduledThreadPool {
     ///
     /// # Errors
     ///
-    /// [`Rejected`] if the schedule has no fire after now, or once shutdown
-    /// has begun.
+    /// [`Rejected`] if the schedule has no fire after now, or breaks its
+    /// contract (its `next_after` panics or answers a time not after now;
+    /// the message says which), or once shutdown has begun.
     ///
     /// # Examples
     ///
