@@ -151,8 +151,6 @@
 //! The example `metrics_prometheus` (package `schedpool-integration`)
 //! serves them to Prometheus; the guide's "Metrics" shows a scrape.
 //!
-//! A user guide with examples and migration tables from Java and from the
-//! `scheduled-thread-pool` crate is in `docs/guide.md`.
 //! The user [`guide`] (also `docs/guide.md`) tours what to reach for and why,
 //! with migration tables from Java and from the `scheduled-thread-pool` crate.
 //!
