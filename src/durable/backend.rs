@@ -63,6 +63,20 @@ pub enum Put {
 
 impl Put {
     /// The new due time, unless nothing was written.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let now = queue.server_time_ms()?;
+    /// let put = queue.put("a", &1, Duration::from_secs(60))?;
+    /// assert!(put.deadline_ms().unwrap() >= now + 60_000);
+    /// assert_eq!(queue.put_if_absent("a", &2, Duration::ZERO)?.deadline_ms(), None);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn deadline_ms(&self) -> Option<u64> {
         match *self {
             Put::Inserted { deadline_ms } | Put::Replaced { deadline_ms } => Some(deadline_ms),

@@ -44,11 +44,51 @@ impl JobInfo {
     /// cancelled, replaced by a new put, or its lease expired (this process
     /// stalled) and another holder may be running it. A long handler can
     /// check it between steps and stop early; its ack will fail anyway.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurablePool, JobInfo, MemoryBackend};
+    ///
+    /// fn export(rows: &u64, job: &JobInfo) -> Result<(), schedpool::durable::HandlerError> {
+    ///     for _batch in 0..*rows / 1000 {
+    ///         if job.lease_lost() {
+    ///             return Err("lease lost: another process has this export".into());
+    ///         }
+    ///         // ... write one batch
+    ///     }
+    ///     Ok(())
+    /// }
+    /// let pool = DurablePool::builder(MemoryBackend::new()).threads(1).handler("export", export).build()?;
+    /// # pool.shutdown();
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn lease_lost(&self) -> bool {
         self.lease.lost()
     }
 
     /// [`deadline_ms`](Self::deadline_ms) as a `SystemTime`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .handler("report", |_: &(), job| {
+    ///         // Report on the period the run was for, not on when it ran.
+    ///         let for_time: SystemTime = job.deadline();
+    ///         assert!(for_time <= SystemTime::now());
+    ///         Ok(())
+    ///     })
+    ///     .build()?;
+    /// pool.schedule("report", "r-1", &(), Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.stats().succeeded, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn deadline(&self) -> SystemTime {
         super::delivery::ms_to_time(self.deadline_ms)
     }
