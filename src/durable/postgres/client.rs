@@ -81,24 +81,61 @@ impl Default for PostgresOptions {
 
 impl PostgresOptions {
     /// Sets [`schema`](Self::schema).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::PostgresOptions;
+    ///
+    /// // Several queues share one schema; a second schema keeps two apps apart.
+    /// assert_eq!(PostgresOptions::default().schema("billing").schema, "billing");
+    /// ```
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
         self
     }
 
     /// Sets [`migrate`](Self::migrate).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::PostgresOptions;
+    ///
+    /// // The schema is applied by your own migrations (migration_sql).
+    /// assert!(!PostgresOptions::default().migrate(false).migrate);
+    /// ```
     pub fn migrate(mut self, migrate: bool) -> Self {
         self.migrate = migrate;
         self
     }
 
     /// Sets [`op_timeout`](Self::op_timeout).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::PostgresOptions;
+    ///
+    /// let opts = PostgresOptions::default().op_timeout(Duration::from_millis(500));
+    /// assert_eq!(opts.op_timeout, Duration::from_millis(500));
+    /// ```
     pub fn op_timeout(mut self, timeout: Duration) -> Self {
         self.op_timeout = timeout;
         self
     }
 
     /// Sets [`ca_pem`](Self::ca_pem).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::PostgresOptions;
+    ///
+    /// let pem = b"-----BEGIN CERTIFICATE-----\n...".to_vec(); // your CA
+    /// assert!(PostgresOptions::default().ca_pem(pem).ca_pem.is_some());
+    /// ```
     pub fn ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.ca_pem = Some(pem.into());
         self
@@ -130,6 +167,14 @@ impl PostgresOptions {
     }
 
     /// Sets [`require_tls`](Self::require_tls).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::PostgresOptions;
+    ///
+    /// assert!(PostgresOptions::default().require_tls(true).require_tls);
+    /// ```
     pub fn require_tls(mut self, require: bool) -> Self {
         self.require_tls = require;
         self

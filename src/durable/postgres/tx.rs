@@ -56,6 +56,22 @@ impl PostgresBackend {
     ///
     /// The server's error, mapped as for the other verbs; the caller's
     /// transaction is then aborted and must be rolled back.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::{PostgresBackend, PutMode, When};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let backend = PostgresBackend::connect(params, "orders")?;
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// // Bytes a custom producer sealed itself (the typed verbs seal for you).
+    /// let envelope: &[u8] = b"...";
+    /// backend.put_in(&mut tx, "order-42", envelope, When::AtServerMs(1_900_000_000_000), PutMode::Replace)?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_in<C: GenericClient>(
         &self,
         tx: &mut C,
@@ -84,6 +100,22 @@ impl PostgresBackend {
     /// # Errors
     ///
     /// As for [`put_in`](Self::put_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::{Cancelled, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let backend = PostgresBackend::connect(params, "orders")?;
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// if backend.cancel_in(&mut tx, "order-42")? == Cancelled::NotFound {
+    ///     println!("no timeout to cancel");
+    /// }
+    /// tx.rollback()?; // changed our mind: the item stays
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn cancel_in<C: GenericClient>(
         &self,
         tx: &mut C,
@@ -110,6 +142,22 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// [`DurableError::Config`] when this queue is not on a
     /// [`PostgresBackend`]; otherwise as for [`PostgresBackend::put_in`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("INSERT INTO orders (id, state) VALUES (42, 'unpaid')", &[])?;
+    /// queue.put_in(&mut tx, "order-42", &42, Duration::from_secs(30 * 60))?;
+    /// tx.commit()?; // the order and its timeout, or neither
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_in<C: GenericClient>(
         &self,
         tx: &mut C,
@@ -132,6 +180,21 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// As for [`put_in`](Self::put_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// queue.put_if_absent_in(&mut tx, "order-42", &42, Duration::from_secs(30 * 60))?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_if_absent_in<C: GenericClient>(
         &self,
         tx: &mut C,
@@ -155,6 +218,22 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// As for [`put_in`](Self::put_in), and [`DurableError::Format`] when
     /// the removed value does not decode.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::{DurableQueue, PostgresBackend, Removed};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("UPDATE orders SET state = 'paid' WHERE id = 42", &[])?;
+    /// let removed = queue.remove_in(&mut tx, "order-42")?;
+    /// tx.commit()?; // paid and no timeout, or neither
+    /// assert!(matches!(removed, Removed::Pending(42) | Removed::InFlight | Removed::NotFound));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn remove_in<C: GenericClient>(
         &self,
         tx: &mut C,
@@ -177,6 +256,24 @@ impl DurablePool {
     ///
     /// As for [`schedule`](Self::schedule); [`DurableError::Config`] when
     /// the pool is not on a [`PostgresBackend`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let pool = DurablePool::builder(PostgresBackend::connect(params, "orders")?)
+    ///     .handler("close-order", |_order: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("INSERT INTO orders (id, state) VALUES (42, 'unpaid')", &[])?;
+    /// pool.schedule_in(&mut tx, "close-order", "order-42", &42u64, Duration::from_secs(30 * 60))?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn schedule_in<T: Payload, C: GenericClient>(
         &self,
         tx: &mut C,
@@ -194,6 +291,23 @@ impl DurablePool {
     /// # Errors
     ///
     /// As for [`schedule_in`](Self::schedule_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let pool = DurablePool::builder(PostgresBackend::connect(params, "orders")?)
+    ///     .handler("close-order", |_order: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// pool.schedule_if_absent_in(&mut tx, "close-order", "order-42", &42u64, Duration::from_secs(1800))?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn schedule_if_absent_in<T: Payload, C: GenericClient>(
         &self,
         tx: &mut C,
@@ -242,6 +356,23 @@ impl DurablePool {
     /// # Errors
     ///
     /// As for [`schedule_in`](Self::schedule_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::{DurablePool, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let pool = DurablePool::builder(PostgresBackend::connect(params, "orders")?)
+    ///     .handler("close-order", |_order: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("UPDATE orders SET state = 'paid' WHERE id = 42", &[])?;
+    /// pool.cancel_in(&mut tx, "order-42")?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn cancel_in<C: GenericClient>(&self, tx: &mut C, id: &str) -> Result<bool, DurableError> {
         let found = pg_of(&**self.inner.taker.backend(), "cancel_in")?.cancel_in(tx, id)?;
         Ok(found != Cancelled::NotFound)

@@ -74,18 +74,48 @@ impl Default for RedisOptions {
 
 impl RedisOptions {
     /// Sets [`strict`](Self::strict).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::RedisOptions;
+    ///
+    /// // Refuse (not warn about) a server without AOF or with an evicting policy.
+    /// assert!(RedisOptions::default().strict(true).strict);
+    /// ```
     pub fn strict(mut self, strict: bool) -> Self {
         self.strict = strict;
         self
     }
 
     /// Sets [`op_timeout`](Self::op_timeout).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::RedisOptions;
+    ///
+    /// let opts = RedisOptions::default().op_timeout(Duration::from_millis(500));
+    /// assert_eq!(opts.op_timeout, Duration::from_millis(500));
+    /// ```
     pub fn op_timeout(mut self, timeout: Duration) -> Self {
         self.op_timeout = timeout;
         self
     }
 
     /// Sets [`replicas`](Self::replicas).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::RedisOptions;
+    ///
+    /// // Each put waits until one replica has it, at most 100 ms.
+    /// let opts = RedisOptions::default().replicas(1, Duration::from_millis(100));
+    /// assert_eq!(opts.replicas, Some((1, Duration::from_millis(100))));
+    /// ```
     pub fn replicas(mut self, n: u32, timeout: Duration) -> Self {
         self.replicas = Some((n, timeout));
         self
@@ -93,6 +123,15 @@ impl RedisOptions {
 
     /// Sets [`ca_pem`](Self::ca_pem): the server's certificate must chain
     /// to one of these PEM certificates.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::RedisOptions;
+    ///
+    /// let pem = b"-----BEGIN CERTIFICATE-----\n...".to_vec(); // your CA
+    /// assert!(RedisOptions::default().ca_pem(pem).ca_pem.is_some());
+    /// ```
     pub fn ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.ca_pem = Some(pem.into());
         self
@@ -124,6 +163,14 @@ impl RedisOptions {
     }
 
     /// Sets [`require_tls`](Self::require_tls).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::RedisOptions;
+    ///
+    /// assert!(RedisOptions::default().require_tls(true).require_tls);
+    /// ```
     pub fn require_tls(mut self, require: bool) -> Self {
         self.require_tls = require;
         self
