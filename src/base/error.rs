@@ -86,17 +86,58 @@ impl Rejected {
     }
 
     /// True if the pool had begun shutting down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// pool.shutdown();
+    /// assert!(pool.submit(|| ()).unwrap_err().is_shutdown());
+    /// ```
     pub fn is_shutdown(&self) -> bool {
         matches!(self.reason, Reason::Shutdown)
     }
 
     /// True if an argument was invalid (for example a zero period).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let err = pool.schedule_at_fixed_rate(|| (), Duration::ZERO, Duration::ZERO).unwrap_err();
+    /// assert!(err.is_invalid_argument() && !err.is_shutdown());
+    /// ```
     pub fn is_invalid_argument(&self) -> bool {
         matches!(self.reason, Reason::InvalidArgument(_))
     }
 
     /// True if no worker thread existed and a new one could not be started;
     /// the OS's error is then [`source`](Error::source).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::error::Error;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// fn submit(pool: &ScheduledThreadPool) -> Result<(), String> {
+    ///     match pool.execute(|| ()) {
+    ///         Ok(()) => Ok(()),
+    ///         Err(e) if e.is_no_worker() => {
+    ///             // Out of threads or memory: the OS's error says which.
+    ///             let os = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+    ///             Err(format!("no worker ({:?})", os.map(|e| e.kind())))
+    ///         }
+    ///         Err(e) => Err(e.to_string()),
+    ///     }
+    /// }
+    /// assert_eq!(submit(&ScheduledThreadPool::new(1)), Ok(()));
+    /// ```
     pub fn is_no_worker(&self) -> bool {
         matches!(self.reason, Reason::NoWorker(_))
     }
@@ -170,11 +211,34 @@ pub enum TaskError {
 
 impl TaskError {
     /// True for [`TaskError::Cancelled`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.schedule(|| (), Duration::from_secs(60))?;
+    /// h.cancel();
+    /// assert!(h.join().unwrap_err().is_cancelled());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self, TaskError::Cancelled)
     }
 
     /// True for [`TaskError::Panicked`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// assert!(pool.submit(|| -> u8 { panic!("boom") })?.join().unwrap_err().is_panic());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self, TaskError::Panicked(_))
     }
@@ -186,6 +250,19 @@ impl TaskError {
     ///
     /// If the task did not panic; [`try_into_panic`](Self::try_into_panic)
     /// returns the error instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let err = pool.submit(|| -> u8 { panic!("boom") })?.join().unwrap_err();
+    /// let payload = err.into_panic();
+    /// assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
+    /// // To re-raise it on this thread: std::panic::resume_unwind(payload).
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn into_panic(self) -> Box<dyn std::any::Any + Send> {
         match self.try_into_panic() {
@@ -199,6 +276,22 @@ impl TaskError {
     /// # Errors
     ///
     /// `self`, unchanged, if it is not [`TaskError::Panicked`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.schedule(|| (), Duration::from_secs(60))?;
+    /// h.cancel();
+    /// let err = h.join().unwrap_err();
+    /// assert!(err.try_into_panic().unwrap_err().is_cancelled(), "not a panic: given back");
+    /// let err = pool.submit(|| -> () { panic!("boom") })?.join().unwrap_err();
+    /// assert_eq!(err.try_into_panic().ok().and_then(|p| p.downcast_ref::<&str>().copied()), Some("boom"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_into_panic(self) -> Result<Box<dyn std::any::Any + Send>, TaskError> {
         match self {
             TaskError::Panicked(panic) => Ok(panic.into_payload()),
@@ -207,11 +300,36 @@ impl TaskError {
     }
 
     /// True for [`TaskError::Failed`]: a periodic body returned `Err`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.at_fixed_rate(Duration::from_millis(1)).start(|| Err::<(), _>("quota exceeded"))?;
+    /// let err = h.join().unwrap_err();
+    /// assert!(err.is_failed());
+    /// assert_eq!(err.failure_message(), Some("quota exceeded"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_failed(&self) -> bool {
         matches!(self, TaskError::Failed(_))
     }
 
     /// The panic message, if the task panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let err = pool.submit(|| -> u8 { panic!("index {} out of range", 7) })?.join().unwrap_err();
+    /// assert_eq!(err.panic_message(), Some("index 7 out of range"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn panic_message(&self) -> Option<&str> {
         match self {
             TaskError::Panicked(panic) => Some(panic.message()),
@@ -221,6 +339,19 @@ impl TaskError {
 
     /// The failure's text: the panic message, or the text of the `Err` a
     /// periodic body returned; `None` if cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let panicked = pool.submit(|| -> u8 { panic!("bug") })?.join().unwrap_err();
+    /// let failed = pool.at_fixed_rate(Duration::from_millis(1)).start(|| Err::<(), _>("503"))?.join().unwrap_err();
+    /// assert_eq!((panicked.failure_message(), failed.failure_message()), (Some("bug"), Some("503")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn failure_message(&self) -> Option<&str> {
         match self {
             TaskError::Panicked(panic) => Some(panic.message()),
@@ -267,11 +398,37 @@ impl Panic {
 
     /// The panic message (or a placeholder when the payload was neither
     /// `&str` nor `String`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::{ScheduledThreadPool, TaskError};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// match pool.submit(|| -> u8 { panic!("boom") })?.join() {
+    ///     Err(TaskError::Panicked(panic)) => assert_eq!(panic.message(), "boom"),
+    ///     other => panic!("unexpected {other:?}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn message(&self) -> &str {
         &self.message
     }
 
     /// The payload, for `std::panic::resume_unwind`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::{ScheduledThreadPool, TaskError};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// if let Err(TaskError::Panicked(panic)) = pool.submit(|| -> u8 { std::panic::panic_any(7u8) })?.join() {
+    ///     // Another type than a string: the handle's payload is the message.
+    ///     assert!(panic.into_payload().downcast_ref::<String>().is_some());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_payload(self) -> Box<dyn std::any::Any + Send> {
         self.payload
             .into_inner()
@@ -394,11 +551,29 @@ impl BuildError {
     }
 
     /// True if the thread name prefix contains a NUL byte.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let err = ScheduledThreadPool::builder().thread_name("a\0b").build().unwrap_err();
+    /// assert!(err.is_invalid_thread_name());
+    /// ```
     pub fn is_invalid_thread_name(&self) -> bool {
         matches!(self.kind, BuildErrorKind::ThreadName)
     }
 
     /// True if more core threads were asked for than the pool allows.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let err = ScheduledThreadPool::builder().core_threads(usize::MAX).build().unwrap_err();
+    /// assert!(err.is_too_many_threads());
+    /// ```
     pub fn is_too_many_threads(&self) -> bool {
         matches!(self.kind, BuildErrorKind::TooManyThreads { .. })
     }
