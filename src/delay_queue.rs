@@ -24,6 +24,29 @@ use crate::structures::slots::Slab;
 /// Something with a deadline: an element of a [`DelayQueue`] (Java's `Delayed`).
 ///
 /// The queue reads `deadline()` once, when the element is put.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use schedpool::{DelayQueue, Delayed};
+///
+/// /// A cache entry that expires.
+/// struct Entry {
+///     key: String,
+///     expires: Instant,
+/// }
+/// impl Delayed for Entry {
+///     fn deadline(&self) -> Instant {
+///         self.expires
+///     }
+/// }
+///
+/// let q = DelayQueue::new();
+/// q.put(Entry { key: "user:1".into(), expires: Instant::now() + Duration::from_millis(5) });
+/// let expired = q.take().unwrap();
+/// assert_eq!(expired.key, "user:1");
+/// ```
 pub trait Delayed {
     /// The instant from which the element may be taken.
     fn deadline(&self) -> Instant;
@@ -148,6 +171,22 @@ impl<T> Delayed for DelayItem<T> {
 ///
 /// A key whose element was taken, removed or cleared never matches another
 /// element, even one that reuses its storage (the key carries a generation).
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::HashMap;
+/// use std::time::Duration;
+/// use schedpool::{DelayQueue, Key};
+///
+/// let q = DelayQueue::new();
+/// // Keep each order's key to cancel its timeout when it is paid.
+/// let mut timeouts: HashMap<u64, Key> = HashMap::new();
+/// timeouts.insert(42, q.put_after(42u64, Duration::from_secs(1800)));
+/// if let Some(key) = timeouts.remove(&42) {
+///     assert!(q.remove(key).is_some());
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Key {
     index: usize,

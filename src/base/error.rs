@@ -381,6 +381,22 @@ impl Error for TaskError {}
 /// is a string (the common case, copied); a payload of another type goes
 /// to the pool's failure handler, and this one then holds the message as a
 /// `String`. Not `Clone` (a payload is not), so neither is [`TaskError`].
+///
+/// # Examples
+///
+/// ```
+/// use schedpool::{ScheduledThreadPool, TaskError};
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// match pool.submit(|| -> u32 { panic!("row {} is corrupt", 17) })?.join() {
+///     Err(TaskError::Panicked(panic)) => {
+///         assert_eq!(panic, "row 17 is corrupt"); // compares with its message
+///         assert!(panic.contains("corrupt"));     // and derefs to it
+///     }
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Panic {
     message: String,
     /// `Mutex` only to make it `Sync` (a payload is `Send` only); it is

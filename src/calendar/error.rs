@@ -9,6 +9,18 @@
 use std::fmt;
 
 /// What was wrong, for [`CalendarError::kind`].
+///
+/// # Examples
+///
+/// ```
+/// use schedpool::calendar::{CalendarErrorKind, Daily};
+///
+/// match Daily::at("25:00", "UTC") {
+///     Err(e) if e.kind() == CalendarErrorKind::InvalidTime => println!("ask again: {e}"),
+///     Err(e) => panic!("unexpected {e}"),
+///     Ok(_) => unreachable!(),
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CalendarErrorKind {

@@ -10,9 +10,46 @@ use super::leases::LeaseCell;
 
 /// What a handler returns on failure: any error. The item is retried with
 /// backoff, then dead-lettered.
+///
+/// # Examples
+///
+/// ```
+/// use schedpool::durable::{DurablePool, HandlerError, JobInfo, MemoryBackend};
+///
+/// fn send_mail(to: &String, _job: &JobInfo) -> Result<(), HandlerError> {
+///     if !to.contains('@') {
+///         return Err(format!("not an address: {to:?}").into()); // any error converts
+///     }
+///     let _port: u16 = "25".parse()?; // and ? works on any std error
+///     Ok(())
+/// }
+/// let pool = DurablePool::builder(MemoryBackend::new()).threads(1).handler("mail", send_mail).build()?;
+/// # pool.shutdown();
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What a handler knows about the run it is in.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurablePool, MemoryBackend};
+///
+/// let pool = DurablePool::builder(MemoryBackend::new())
+///     .threads(1)
+///     .handler("charge", |cents: &u64, job| {
+///         // At least once: pass the id and token on, so the payment
+///         // provider applies this charge once whatever the retries.
+///         println!("charge {cents} (key {}, token {}, attempt {})", job.id, job.token, job.attempt);
+///         Ok(())
+///     })
+///     .build()?;
+/// pool.schedule("charge", "order-42", &1999u64, Duration::ZERO)?;
+/// assert!(pool.wait_idle(Duration::from_secs(5)));
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct JobInfo {

@@ -23,6 +23,23 @@ use super::envelope::{self, Payload};
 use super::runner::Inner;
 
 /// Counters of a [`DurablePool`] (this process only).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurablePool, MemoryBackend};
+///
+/// let pool = DurablePool::builder(MemoryBackend::new())
+///     .threads(1)
+///     .handler("close-order", |_: &u64, _job| Ok(()))
+///     .build()?;
+/// pool.schedule("close-order", "order-42", &42u64, Duration::ZERO)?;
+/// assert!(pool.wait_idle(Duration::from_secs(5)));
+/// let stats = pool.stats();
+/// assert_eq!((stats.succeeded, stats.failed, stats.dead_lettered), (1, 0, 0));
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct DurableStats {

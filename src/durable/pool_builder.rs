@@ -66,6 +66,24 @@ impl DurablePool {
 // ===== impl DurablePoolBuilder =====
 
 /// Configures a [`DurablePool`]; from [`DurablePool::builder`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurablePool, MemoryBackend};
+///
+/// let pool = DurablePool::builder(MemoryBackend::new())
+///     .name("orders")
+///     .threads(2)
+///     .lease(Duration::from_secs(60))
+///     .max_attempts(3)
+///     .retry_backoff(Duration::from_secs(5), Duration::from_secs(600))
+///     .handler("close-order", |_: &u64, _job| Ok(()))
+///     .build()?;
+/// # pool.shutdown();
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 pub struct DurablePoolBuilder {
     backend: Arc<dyn DurableBackend>,
     threads: usize,

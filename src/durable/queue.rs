@@ -18,6 +18,23 @@ use super::options::QueueOptions;
 use super::taker::Taker;
 
 /// What [`DurableQueue::remove`] found.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurableQueue, MemoryBackend, Removed};
+///
+/// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+/// queue.put("order-42", &42, Duration::from_secs(1800))?;
+/// match queue.remove("order-42")? {
+///     Removed::Pending(order) => println!("timeout of order {order} cancelled"),
+///     Removed::InFlight => println!("too late: a consumer is closing it now"),
+///     Removed::Dead(order) => println!("order {order} had failed for good"),
+///     Removed::NotFound => println!("nothing to cancel"),
+/// }
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Removed<T> {
     /// It was waiting: here is its value. It will never be delivered.

@@ -544,6 +544,19 @@ impl ScheduledThreadPool {
 /// has terminated (shut down, queue drained, every worker gone). Any
 /// executor works; it may be polled again after it is ready (it stays
 /// ready).
+///
+/// # Examples
+///
+/// ```
+/// use schedpool::ScheduledThreadPool;
+///
+/// async fn stop(pool: ScheduledThreadPool) {
+///     pool.shutdown();
+///     pool.terminated().await; // with tokio: tokio::time::timeout(d, pool.terminated())
+/// }
+/// # let pool = ScheduledThreadPool::new(1);
+/// # let _ = stop(pool);
+/// ```
 #[must_use = "a future does nothing unless awaited"]
 pub struct Terminated {
     shared: Arc<Shared>,

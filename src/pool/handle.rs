@@ -28,6 +28,23 @@ use crate::task::header::{CANCELLED, DONE, PAUSED, RUNNING, SCHEDULED};
 use crate::task::ptr::TaskPtr;
 
 /// Where a task is in its life ([`ScheduledHandle::state`]).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::{ScheduledThreadPool, TaskState};
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// let h = pool.schedule(|| (), Duration::from_secs(60))?;
+/// assert_eq!(h.state(), TaskState::Scheduled);
+/// h.cancel();
+/// assert_eq!(h.state(), TaskState::Cancelled);
+/// let done = pool.submit(|| ())?;
+/// assert!(done.wait_timeout(Duration::from_secs(5)));
+/// assert_eq!(done.state(), TaskState::Done);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TaskState {
@@ -686,6 +703,25 @@ impl<T: 'static> fmt::Debug for ScheduledHandle<T> {
 /// [`run`](PendingTask::run) it on the current thread, or drop it: its handle
 /// then completes with [`TaskError::Cancelled`]. Either way nobody waiting
 /// on the handle hangs.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::ScheduledThreadPool;
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// let flush = pool.schedule(|| "flushed", Duration::from_secs(60))?;
+/// let audit = pool.schedule(|| "audited", Duration::from_secs(60))?;
+/// for task in pool.shutdown_now() {
+///     if task.id() == flush.id() {
+///         task.run(); // must not be lost
+///     } // the rest are dropped: cancelled
+/// }
+/// assert_eq!(flush.join()?, "flushed");
+/// assert!(audit.join().unwrap_err().is_cancelled());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a PendingTask dropped unrun is cancelled; call .run() to run it"]
 pub struct PendingTask {
     /// `Some` until dropped: `Drop` takes it out to drop it quietly.

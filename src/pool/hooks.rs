@@ -214,6 +214,24 @@ impl Drop for CurrentRun {
 /// A failed run, handed to the pool's failure handler
 /// ([`Builder::failure_handler`](crate::Builder::failure_handler)): a panic
 /// caught in a task, or an `Err` a periodic or `execute` body returned.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::ScheduledThreadPool;
+///
+/// let pool = ScheduledThreadPool::builder()
+///     .core_threads(1)
+///     .failure_handler(|failure| {
+///         // Report it: to your error tracker, say.
+///         eprintln!("task {} ({}) failed: {}", failure.id(), failure.kind(), failure.message());
+///     })
+///     .build()?;
+/// pool.execute(|| Err::<(), _>("disk full"))?;
+/// assert!(pool.wait_idle(Duration::from_secs(5)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct TaskFailure {
     id: u64,
     kind: &'static str,

@@ -153,6 +153,7 @@ impl<'a> Periodic<'a> {
     /// let pool = ScheduledThreadPool::new(1);
     /// let retry = pool.with_fixed_delay(Duration::from_millis(1)).max_runs(3).start(|| ())?;
     /// retry.join()?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5))); // the last run is counted
     /// assert_eq!(pool.completed_task_count(), 3);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

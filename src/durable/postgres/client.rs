@@ -26,6 +26,20 @@ use crate::base::sync::Mutex;
 use crate::durable::backend::DurableError;
 
 /// Settings of a [`PostgresBackend`](super::PostgresBackend).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::PostgresOptions;
+///
+/// let opts = PostgresOptions::default()
+///     .schema("jobs")
+///     .op_timeout(Duration::from_secs(1))
+///     .strict(true); // refuse a server with fsync or synchronous_commit off
+/// assert_eq!(opts.schema, "jobs");
+/// // PostgresBackend::connect_with("host=127.0.0.1 user=app dbname=shop", "orders", opts)?
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PostgresOptions {

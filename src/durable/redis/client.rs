@@ -26,6 +26,20 @@ use crate::durable::error::ErrorDetail;
 const GRACE: Duration = Duration::from_millis(250);
 
 /// Settings of a [`RedisBackend`](super::RedisBackend).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::RedisOptions;
+///
+/// let opts = RedisOptions::default()
+///     .strict(true)                                // refuse a server that can lose writes
+///     .op_timeout(Duration::from_secs(1))
+///     .replicas(1, Duration::from_millis(100));    // each put waits for a replica
+/// assert!(opts.strict);
+/// // RedisBackend::connect_with("redis://127.0.0.1:6379/0", "orders", opts)?
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RedisOptions {
