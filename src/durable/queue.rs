@@ -1,6 +1,7 @@
 //! `DurableQueue<T>`: the `DelayQueue` verbs over a durable backend.
 //!
-//! Invariants: every value is sealed in a version-1 envelope (`envelope.rs`)
+//! Invariants: the producer verbs (put, remove, counts) call the store
+//! directly; only taking goes through the taker; every value is sealed in a version-1 envelope (`envelope.rs`)
 //! before it reaches the backend; every item handed to a caller is a
 //! [`Delivery`] registered with the heartbeat thread; an item whose bytes
 //! do not decode is dead-lettered (and logged), never handed out and never
@@ -11,11 +12,14 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::backend::{Counts, DurableBackend, DurableError, Put, PutMode, When};
-use super::delivery::{ms_to_time, Delivery};
-use super::envelope::{self, IdGen, Payload};
-use super::options::QueueOptions;
-use super::taker::Taker;
+use super::store::backend::{Cancelled, Counts, DurableBackend, Put, PutMode, When};
+use super::store::contained::Store;
+use super::store::envelope::{self, IdGen, Payload};
+use super::store::error::DurableError;
+use super::take::delivery::{ms_to_time, Delivery};
+use super::take::options::QueueOptions;
+use super::take::settle::{self, Verb};
+use super::take::taker::Taker;
 
 /// What [`DurableQueue::remove`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +67,7 @@ pub enum Removed<T> {
 /// # Ok::<(), schedpool::durable::DurableError>(())
 /// ```
 pub struct DurableQueue<T> {
+    store: Store,
     taker: Arc<Taker>,
     ids: Arc<IdGen>,
     _values: PhantomData<fn(T) -> T>,
@@ -71,6 +76,7 @@ pub struct DurableQueue<T> {
 impl<T> Clone for DurableQueue<T> {
     fn clone(&self) -> Self {
         DurableQueue {
+            store: self.store.clone(),
             taker: self.taker.clone(),
             ids: self.ids.clone(),
             _values: PhantomData,
@@ -102,8 +108,10 @@ impl<T: Payload> DurableQueue<T> {
         opts: QueueOptions,
     ) -> Result<Self, DurableError> {
         opts.check()?;
+        let store = Store::new(backend);
         Ok(DurableQueue {
-            taker: Arc::new(Taker::new(backend, opts)),
+            taker: Arc::new(Taker::new(store.clone(), opts)),
+            store,
             ids: Arc::new(IdGen::new()),
             _values: PhantomData,
         })
@@ -184,11 +192,11 @@ impl<T: Payload> DurableQueue<T> {
         mode: PutMode,
     ) -> Result<Put, DurableError> {
         let sealed = Self::seal(id, value)?;
-        self.backend().put(id, &sealed, when, mode)
+        self.store.put(id, &sealed, when, mode)
     }
 
     /// The stored bytes of `value` under `id`, after checking the id.
-    pub(super) fn seal(id: &str, value: &T) -> Result<Vec<u8>, DurableError> {
+    fn seal(id: &str, value: &T) -> Result<Vec<u8>, DurableError> {
         if id.is_empty() {
             return Err(DurableError::Config("an item id must not be empty".into()));
         }
@@ -202,15 +210,11 @@ impl<T: Payload> DurableQueue<T> {
     /// [`DurableError`] on a store failure, or [`DurableError::Format`] when
     /// the removed value does not decode (it is removed all the same).
     pub fn remove(&self, id: &str) -> Result<Removed<T>, DurableError> {
-        Self::removed(id, self.backend().cancel(id)?)
+        Self::removed(id, self.store.cancel(id)?)
     }
 
     /// What a cancel of `id` found, decoded.
-    pub(super) fn removed(
-        id: &str,
-        found: super::backend::Cancelled,
-    ) -> Result<Removed<T>, DurableError> {
-        use super::backend::Cancelled;
+    fn removed(id: &str, found: Cancelled) -> Result<Removed<T>, DurableError> {
         let open = |bytes: Vec<u8>| -> Result<T, DurableError> {
             let env = envelope::open(&bytes)?;
             envelope::decode(id, env.payload)
@@ -300,12 +304,13 @@ impl<T: Payload> DurableQueue<T> {
                         "undecodable item moved to the dead-letter set"
                     );
                     if let Some(lease) = &taken.lease {
-                        self.taker.leases.settle(lease);
+                        self.taker.leases.forget(lease);
                     }
                     // Best effort: if this fails, the lease expires and the
                     // item is redelivered, then dead-lettered again.
                     let why = err.to_string();
-                    let _ = self.backend().bury(&claimed.id, claimed.token, Some(&why));
+                    let bury = Verb::Bury(Some(&why));
+                    let _ = settle::one(&self.store, &claimed.id, claimed.token, bury);
                 }
             }
         }
@@ -317,7 +322,7 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// [`DurableError`] on a store failure.
     pub fn peek_deadline(&self) -> Result<Option<SystemTime>, DurableError> {
-        Ok(self.backend().peek_deadline_ms()?.map(ms_to_time))
+        Ok(self.store.peek_deadline_ms()?.map(ms_to_time))
     }
 
     /// Pending + in flight.
@@ -345,7 +350,7 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// [`DurableError`] on a store failure.
     pub fn counts(&self) -> Result<Counts, DurableError> {
-        self.backend().counts()
+        self.store.counts()
     }
 
     /// The store's clock, in ms since the Unix epoch.
@@ -354,7 +359,7 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// [`DurableError`] on a store failure.
     pub fn server_time_ms(&self) -> Result<u64, DurableError> {
-        self.backend().server_time_ms()
+        self.store.server_time_ms()
     }
 
     /// Closes this handle (and its clones): blocked `take`s return `None` at
@@ -376,8 +381,9 @@ impl<T: Payload> DurableQueue<T> {
         self.taker.opts
     }
 
-    pub(super) fn backend(&self) -> &Arc<dyn DurableBackend> {
-        self.taker.backend()
+    /// The store, for the dead-letter verbs (`dead_letters.rs`).
+    pub(super) fn store(&self) -> &Store {
+        &self.store
     }
 }
 
@@ -386,5 +392,90 @@ impl<T> fmt::Debug for DurableQueue<T> {
         f.debug_struct("DurableQueue")
             .field("taker", &self.taker)
             .finish()
+    }
+}
+
+// ===== impl DurableQueue (feature redis) =====
+
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+impl<T: Payload> DurableQueue<T> {
+    /// Connects a queue to Redis at `url` under `name`, with default
+    /// [`RedisOptions`](super::RedisOptions) and [`QueueOptions`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`RedisBackend::connect_with`](super::RedisBackend::connect_with).
+    pub fn connect(url: &str, name: &str) -> Result<Self, DurableError> {
+        let backend = super::store::redis::RedisBackend::connect(url, name)?;
+        Self::with_options(backend, QueueOptions::default())
+    }
+}
+
+// ===== impl DurableQueue (feature postgres) =====
+
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+impl<T: Payload> DurableQueue<T> {
+    /// [`put`](Self::put) in the caller's transaction `tx` (feature
+    /// `postgres`): the item exists only if `tx` commits.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Config`] when this queue is not on a
+    /// [`PostgresBackend`](super::PostgresBackend); otherwise as for [`PostgresBackend::put_in`](super::PostgresBackend::put_in).
+    pub fn put_in<C: postgres::GenericClient>(
+        &self,
+        tx: &mut C,
+        id: &str,
+        value: &T,
+        delay: Duration,
+    ) -> Result<Put, DurableError> {
+        let sealed = Self::seal(id, value)?;
+        super::store::postgres::PostgresBackend::of(&*self.store, "put_in")?.put_in(
+            tx,
+            id,
+            &sealed,
+            When::After(delay),
+            PutMode::Replace,
+        )
+    }
+
+    /// [`put_if_absent`](Self::put_if_absent) in the caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// As for [`put_in`](Self::put_in).
+    pub fn put_if_absent_in<C: postgres::GenericClient>(
+        &self,
+        tx: &mut C,
+        id: &str,
+        value: &T,
+        delay: Duration,
+    ) -> Result<Put, DurableError> {
+        let sealed = Self::seal(id, value)?;
+        super::store::postgres::PostgresBackend::of(&*self.store, "put_if_absent_in")?.put_in(
+            tx,
+            id,
+            &sealed,
+            When::After(delay),
+            PutMode::IfAbsent,
+        )
+    }
+
+    /// [`remove`](Self::remove) in the caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// As for [`put_in`](Self::put_in), and [`DurableError::Format`] when
+    /// the removed value does not decode.
+    pub fn remove_in<C: postgres::GenericClient>(
+        &self,
+        tx: &mut C,
+        id: &str,
+    ) -> Result<Removed<T>, DurableError> {
+        let found = super::store::postgres::PostgresBackend::of(&*self.store, "remove_in")?
+            .cancel_in(tx, id)?;
+        Self::removed(id, found)
     }
 }
