@@ -1,6 +1,6 @@
 //! Dead letters as users see them: [`DeadLetter`], and the verbs that read,
 //! requeue and purge them, on [`DurableQueue`] and [`DurablePool`] (an impl
-//! block of each, as `postgres/tx.rs` has).
+//! block of each, above both).
 //!
 //! Invariants:
 //!
@@ -14,12 +14,13 @@
 
 use std::time::SystemTime;
 
-use super::backend::{Buried, DurableError};
-use super::calendar_def;
-use super::delivery::ms_to_time;
-use super::envelope::{self, Payload};
-use super::pool::DurablePool;
+use super::pool::calendar_def;
+use super::pool::durable_pool::DurablePool;
 use super::queue::DurableQueue;
+use super::store::backend::Buried;
+use super::store::envelope::{self, Payload};
+use super::store::error::DurableError;
+use super::take::delivery::ms_to_time;
 
 /// A dead-lettered item: what it was, how often it ran, why and when it
 /// died.
@@ -188,7 +189,7 @@ impl<T: Payload> DurableQueue<T> {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     pub fn dead_letters(&self, max: usize) -> Result<Vec<DeadLetter<T>>, DurableError> {
-        let buried = self.backend().dead_letters(max)?;
+        let buried = self.store().dead_letters(max)?;
         Ok(buried
             .into_iter()
             .map(|b| DeadLetter::read(b, |id, payload| envelope::decode(id, payload)))
@@ -226,7 +227,7 @@ impl<T: Payload> DurableQueue<T> {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     pub fn requeue(&self, id: &str) -> Result<bool, DurableError> {
-        self.backend().requeue(id)
+        self.store().requeue(id)
     }
 
     /// Deletes the dead letter `id`: `true` when it was one. It is never
@@ -255,7 +256,7 @@ impl<T: Payload> DurableQueue<T> {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     pub fn purge(&self, id: &str) -> Result<bool, DurableError> {
-        self.backend().purge(id)
+        self.store().purge(id)
     }
 }
 
@@ -290,7 +291,7 @@ impl DurablePool {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     pub fn dead_letters(&self, max: usize) -> Result<Vec<DeadLetter<Vec<u8>>>, DurableError> {
-        let buried = self.inner.taker.backend().dead_letters(max)?;
+        let buried = self.store().dead_letters(max)?;
         Ok(buried
             .into_iter()
             .map(|b| DeadLetter::read(b, |_, payload| Ok(payload.to_vec())))
@@ -335,7 +336,7 @@ impl DurablePool {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     pub fn requeue(&self, id: &str) -> Result<bool, DurableError> {
-        self.inner.taker.backend().requeue(id)
+        self.store().requeue(id)
     }
 
     /// Deletes the dead letter `id`: `true` when it was one; it never runs.
@@ -364,6 +365,6 @@ impl DurablePool {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     pub fn purge(&self, id: &str) -> Result<bool, DurableError> {
-        self.inner.taker.backend().purge(id)
+        self.store().purge(id)
     }
 }

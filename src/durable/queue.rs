@@ -1,6 +1,7 @@
 //! `DurableQueue<T>`: the `DelayQueue` verbs over a durable backend.
 //!
-//! Invariants: every value is sealed in a version-1 envelope (`envelope.rs`)
+//! Invariants: the producer verbs (put, remove, counts) call the store
+//! directly; only taking goes through the taker; every value is sealed in a version-1 envelope (`envelope.rs`)
 //! before it reaches the backend; every item handed to a caller is a
 //! [`Delivery`] registered with the heartbeat thread; an item whose bytes
 //! do not decode is dead-lettered (and logged), never handed out and never
@@ -11,11 +12,14 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::backend::{Counts, DurableBackend, DurableError, Put, PutMode, When};
-use super::delivery::{ms_to_time, Delivery};
-use super::envelope::{self, IdGen, Payload};
-use super::options::QueueOptions;
-use super::taker::Taker;
+use super::store::backend::{Cancelled, Counts, DurableBackend, Put, PutMode, When};
+use super::store::contained::Store;
+use super::store::envelope::{self, IdGen, Payload};
+use super::store::error::DurableError;
+use super::take::delivery::{ms_to_time, Delivery};
+use super::take::options::QueueOptions;
+use super::take::settle::{self, Verb};
+use super::take::taker::Taker;
 
 /// What [`DurableQueue::remove`] found.
 ///
@@ -80,6 +84,7 @@ pub enum Removed<T> {
 /// # Ok::<(), schedpool::durable::DurableError>(())
 /// ```
 pub struct DurableQueue<T> {
+    store: Store,
     taker: Arc<Taker>,
     ids: Arc<IdGen>,
     _values: PhantomData<fn(T) -> T>,
@@ -88,6 +93,7 @@ pub struct DurableQueue<T> {
 impl<T> Clone for DurableQueue<T> {
     fn clone(&self) -> Self {
         DurableQueue {
+            store: self.store.clone(),
             taker: self.taker.clone(),
             ids: self.ids.clone(),
             _values: PhantomData,
@@ -150,8 +156,10 @@ impl<T: Payload> DurableQueue<T> {
         opts: QueueOptions,
     ) -> Result<Self, DurableError> {
         opts.check()?;
+        let store = Store::new(backend);
         Ok(DurableQueue {
-            taker: Arc::new(Taker::new(backend, opts)),
+            taker: Arc::new(Taker::new(store.clone(), opts)),
+            store,
             ids: Arc::new(IdGen::new()),
             _values: PhantomData,
         })
@@ -325,11 +333,11 @@ impl<T: Payload> DurableQueue<T> {
         mode: PutMode,
     ) -> Result<Put, DurableError> {
         let sealed = Self::seal(id, value)?;
-        self.backend().put(id, &sealed, when, mode)
+        self.store.put(id, &sealed, when, mode)
     }
 
     /// The stored bytes of `value` under `id`, after checking the id.
-    pub(super) fn seal(id: &str, value: &T) -> Result<Vec<u8>, DurableError> {
+    fn seal(id: &str, value: &T) -> Result<Vec<u8>, DurableError> {
         if id.is_empty() {
             return Err(DurableError::Config("an item id must not be empty".into()));
         }
@@ -362,15 +370,11 @@ impl<T: Payload> DurableQueue<T> {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     pub fn remove(&self, id: &str) -> Result<Removed<T>, DurableError> {
-        Self::removed(id, self.backend().cancel(id)?)
+        Self::removed(id, self.store.cancel(id)?)
     }
 
     /// What a cancel of `id` found, decoded.
-    pub(super) fn removed(
-        id: &str,
-        found: super::backend::Cancelled,
-    ) -> Result<Removed<T>, DurableError> {
-        use super::backend::Cancelled;
+    fn removed(id: &str, found: Cancelled) -> Result<Removed<T>, DurableError> {
         let open = |bytes: Vec<u8>| -> Result<T, DurableError> {
             let env = envelope::open(&bytes)?;
             envelope::decode(id, env.payload)
@@ -540,12 +544,13 @@ impl<T: Payload> DurableQueue<T> {
                         "undecodable item moved to the dead-letter set"
                     );
                     if let Some(lease) = &taken.lease {
-                        self.taker.leases.settle(lease);
+                        self.taker.leases.forget(lease);
                     }
                     // Best effort: if this fails, the lease expires and the
                     // item is redelivered, then dead-lettered again.
                     let why = err.to_string();
-                    let _ = self.backend().bury(&claimed.id, claimed.token, Some(&why));
+                    let bury = Verb::Bury(Some(&why));
+                    let _ = settle::one(&self.store, &claimed.id, claimed.token, bury);
                 }
             }
         }
@@ -571,7 +576,7 @@ impl<T: Payload> DurableQueue<T> {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     pub fn peek_deadline(&self) -> Result<Option<SystemTime>, DurableError> {
-        Ok(self.backend().peek_deadline_ms()?.map(ms_to_time))
+        Ok(self.store.peek_deadline_ms()?.map(ms_to_time))
     }
 
     /// Pending + in flight.
@@ -646,7 +651,7 @@ impl<T: Payload> DurableQueue<T> {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     pub fn counts(&self) -> Result<Counts, DurableError> {
-        self.backend().counts()
+        self.store.counts()
     }
 
     /// The store's clock, in ms since the Unix epoch.
@@ -670,7 +675,7 @@ impl<T: Payload> DurableQueue<T> {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     pub fn server_time_ms(&self) -> Result<u64, DurableError> {
-        self.backend().server_time_ms()
+        self.store.server_time_ms()
     }
 
     /// Closes this handle (and its clones): blocked `take`s return `None` at
@@ -732,8 +737,9 @@ impl<T: Payload> DurableQueue<T> {
         self.taker.opts
     }
 
-    pub(super) fn backend(&self) -> &Arc<dyn DurableBackend> {
-        self.taker.backend()
+    /// The store, for the dead-letter verbs (`dead_letters.rs`).
+    pub(super) fn store(&self) -> &Store {
+        &self.store
     }
 }
 
@@ -742,5 +748,152 @@ impl<T> fmt::Debug for DurableQueue<T> {
         f.debug_struct("DurableQueue")
             .field("taker", &self.taker)
             .finish()
+    }
+}
+
+// ===== impl DurableQueue (feature redis) =====
+
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+impl<T: Payload> DurableQueue<T> {
+    /// Connects a queue to Redis at `url` under `name`, with default
+    /// [`RedisOptions`](super::RedisOptions) and [`QueueOptions`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`RedisBackend::connect_with`](super::RedisBackend::connect_with).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::RedisDelayQueue;
+    ///
+    /// let queue: RedisDelayQueue<u64> = RedisDelayQueue::connect("redis://127.0.0.1:6379/0", "orders")?;
+    /// queue.put("order-42", &42, Duration::from_secs(30 * 60))?;
+    /// while let Some(delivery) = queue.take()? {
+    ///     println!("closing order {}", delivery.value());
+    ///     delivery.ack()?;
+    /// }
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    pub fn connect(url: &str, name: &str) -> Result<Self, DurableError> {
+        let backend = super::store::redis::RedisBackend::connect(url, name)?;
+        Self::with_options(backend, QueueOptions::default())
+    }
+}
+
+// ===== impl DurableQueue (feature postgres) =====
+
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+impl<T: Payload> DurableQueue<T> {
+    /// [`put`](Self::put) in the caller's transaction `tx` (feature
+    /// `postgres`): the item exists only if `tx` commits.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Config`] when this queue is not on a
+    /// [`PostgresBackend`](super::PostgresBackend); otherwise as for [`PostgresBackend::put_in`](super::PostgresBackend::put_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("INSERT INTO orders (id, state) VALUES (42, 'unpaid')", &[])?;
+    /// queue.put_in(&mut tx, "order-42", &42, Duration::from_secs(30 * 60))?;
+    /// tx.commit()?; // the order and its timeout, or neither
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    pub fn put_in<C: postgres::GenericClient>(
+        &self,
+        tx: &mut C,
+        id: &str,
+        value: &T,
+        delay: Duration,
+    ) -> Result<Put, DurableError> {
+        let sealed = Self::seal(id, value)?;
+        super::store::postgres::PostgresBackend::of(&*self.store, "put_in")?.put_in(
+            tx,
+            id,
+            &sealed,
+            When::After(delay),
+            PutMode::Replace,
+        )
+    }
+
+    /// [`put_if_absent`](Self::put_if_absent) in the caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// As for [`put_in`](Self::put_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// queue.put_if_absent_in(&mut tx, "order-42", &42, Duration::from_secs(30 * 60))?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    pub fn put_if_absent_in<C: postgres::GenericClient>(
+        &self,
+        tx: &mut C,
+        id: &str,
+        value: &T,
+        delay: Duration,
+    ) -> Result<Put, DurableError> {
+        let sealed = Self::seal(id, value)?;
+        super::store::postgres::PostgresBackend::of(&*self.store, "put_if_absent_in")?.put_in(
+            tx,
+            id,
+            &sealed,
+            When::After(delay),
+            PutMode::IfAbsent,
+        )
+    }
+
+    /// [`remove`](Self::remove) in the caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// As for [`put_in`](Self::put_in), and [`DurableError::Format`] when
+    /// the removed value does not decode.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::{DurableQueue, PostgresBackend, Removed};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("UPDATE orders SET state = 'paid' WHERE id = 42", &[])?;
+    /// let removed = queue.remove_in(&mut tx, "order-42")?;
+    /// tx.commit()?; // paid and no timeout, or neither
+    /// assert!(matches!(removed, Removed::Pending(42) | Removed::InFlight | Removed::NotFound));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    pub fn remove_in<C: postgres::GenericClient>(
+        &self,
+        tx: &mut C,
+        id: &str,
+    ) -> Result<Removed<T>, DurableError> {
+        let found = super::store::postgres::PostgresBackend::of(&*self.store, "remove_in")?
+            .cancel_in(tx, id)?;
+        Self::removed(id, found)
     }
 }
