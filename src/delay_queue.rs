@@ -500,7 +500,7 @@ impl<T> DelayQueue<T> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use std::time::Duration;
+    /// use std::time::{Duration, Instant};
     /// use schedpool::{DelayItem, DelayQueue};
     ///
     /// let q: Arc<DelayQueue<DelayItem<&str>>> = Arc::new(DelayQueue::new());
@@ -514,8 +514,9 @@ impl<T> DelayQueue<T> {
     ///         expired
     ///     })
     /// };
-    /// q.put_after("cache:b", Duration::from_millis(2));
-    /// q.put_after("cache:a", Duration::from_millis(1));
+    /// let now = Instant::now();
+    /// q.put(DelayItem::at("cache:b", now + Duration::from_millis(2)));
+    /// q.put(DelayItem::at("cache:a", now + Duration::from_millis(1)));
     /// while !q.is_empty() {
     ///     std::thread::sleep(Duration::from_millis(1));
     /// }
