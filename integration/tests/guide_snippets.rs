@@ -484,7 +484,7 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 885.
+// Snippet 28: docs/guide.md, line 895.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_28 {
@@ -507,7 +507,7 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 951.
+// Snippet 29: docs/guide.md, line 961.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_29 {
@@ -527,7 +527,7 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 966.
+// Snippet 30: docs/guide.md, line 976.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_30 {
@@ -552,7 +552,7 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1001.
+// Snippet 31: docs/guide.md, line 1011.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_31 {
@@ -585,7 +585,7 @@ mod snippet_31 {
     }
 }
 
-// Snippet 32: docs/guide.md, line 1078.
+// Snippet 32: docs/guide.md, line 1088.
 #[rustfmt::skip]
 mod snippet_32 {
     use schedpool::*;
