@@ -416,44 +416,30 @@ mod snippet_23 {
     }
 }
 
-// Snippet 24: docs/guide.md, line 778.
+// Snippet 24: docs/guide.md, line 786.
 #[rustfmt::skip]
 mod snippet_24 {
     use schedpool::*;
     use std::time::*;
+    fn send_504() {}
+    fn send(_reply: &str) {}
     pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
         let pool = ScheduledThreadPool::new(2);
         let (_reply_tx, reply_rx) = tokio::sync::oneshot::channel::<&'static str>();
-        let mut timeout = pool.schedule(|| "timed out", Duration::from_secs(30))?;
-        let outcome = tokio::select! {
-            reply = reply_rx => reply?,          // the reply came first...
-            fired = &mut timeout => fired?,      // ...or the timeout did
-        };
-        timeout.cancel(); // false if it had already fired; true if this disarmed it
+        let mut timeout = pool.schedule(send_504, Duration::from_secs(30))?.cancel_on_drop();
+        tokio::select! {
+            reply = reply_rx => if timeout.defuse() {
+                send(reply?);         // the timeout's body never runs
+            },                        // else its body sent the 504: drop the reply
+            _ = &mut timeout => {}    // the body ran: the 504 went out
+        }
         Ok(())
     }
 }
 
-// Snippet 25: docs/guide.md, line 798.
+// Snippet 25: docs/guide.md, line 827.
 #[rustfmt::skip]
 mod snippet_25 {
-    use schedpool::*;
-    use std::time::*;
-    pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
-        let pool = ScheduledThreadPool::new(2);
-        let (_reply_tx, reply_rx) = tokio::sync::oneshot::channel::<&'static str>();
-        let timeout = pool.schedule(|| "timed out", Duration::from_secs(30))?.cancel_on_drop();
-        let outcome = tokio::select! {
-            reply = reply_rx => reply?,   // the reply came first: the guard is dropped, the task cancelled
-            fired = timeout => fired?,    // ...or the timeout did
-        };
-        Ok(())
-    }
-}
-
-// Snippet 26: docs/guide.md, line 824.
-#[rustfmt::skip]
-mod snippet_26 {
     use schedpool::*;
     use std::time::*;
     fn poll_sensor() -> u32 {
@@ -471,9 +457,9 @@ mod snippet_26 {
     }
 }
 
-// Snippet 27: docs/guide.md, line 839.
+// Snippet 26: docs/guide.md, line 842.
 #[rustfmt::skip]
-mod snippet_27 {
+mod snippet_26 {
     use schedpool::*;
     use std::time::*;
     pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
@@ -484,10 +470,10 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 886.
+// Snippet 27: docs/guide.md, line 889.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_28 {
+mod snippet_27 {
     use schedpool::*;
     use std::time::*;
     fn backup() {}
@@ -507,10 +493,10 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 952.
+// Snippet 28: docs/guide.md, line 955.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_29 {
+mod snippet_28 {
     use schedpool::*;
     use std::time::*;
     use schedpool::calendar::Daily;
@@ -527,10 +513,10 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 967.
+// Snippet 29: docs/guide.md, line 970.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_30 {
+mod snippet_29 {
     use schedpool::*;
     use std::time::*;
     pub fn snippet() -> Result<(), Box<dyn std::error::Error>> {
@@ -552,10 +538,10 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1002.
+// Snippet 30: docs/guide.md, line 1005.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_31 {
+mod snippet_30 {
     use schedpool::*;
     use std::time::*;
     #[derive(Debug)]
@@ -585,9 +571,9 @@ mod snippet_31 {
     }
 }
 
-// Snippet 32: docs/guide.md, line 1079.
+// Snippet 31: docs/guide.md, line 1082.
 #[rustfmt::skip]
-mod snippet_32 {
+mod snippet_31 {
     use schedpool::*;
     use std::time::*;
     pub fn snippet() -> Result<(), Box<dyn std::error::Error>> {
