@@ -287,8 +287,15 @@ impl DurablePool {
             Ok(counts) if counts.in_flight == 0 => {}
             _ => return false,
         }
-        if self.inner.state.lock().busy > 0 {
-            return false;
+        {
+            let s = self.inner.state.lock();
+            if s.busy > 0 {
+                return false;
+            }
+            #[cfg(feature = "tokio")]
+            if s.async_busy > 0 {
+                return false;
+            }
         }
         self.inner.acker.outstanding() == 0
     }

@@ -19,8 +19,19 @@
 //! 6. `calendar` (schedule_calendar and replace_calendar), `tx` (the
 //!    verbs in the caller's transaction, feature `postgres`) and
 //!    `builder` ([`DurablePoolBuilder`]): impl blocks of `DurablePool`'s.
+//!
+//! With feature `tokio`: `async_job` ([`AsyncJob`](crate::durable::AsyncJob),
+//! beside `job`), `async_runner` (async handlers' futures on a runtime and
+//! their settler thread, beside `runner`), and `builder_async`
+//! (`handler_async`, beside `builder`).
 
+#[cfg(feature = "tokio")]
+pub(crate) mod async_job;
+#[cfg(feature = "tokio")]
+mod async_runner;
 pub(crate) mod builder;
+#[cfg(feature = "tokio")]
+pub(crate) mod builder_async;
 pub(crate) mod calendar;
 pub(crate) mod calendar_def;
 mod calendar_fire;

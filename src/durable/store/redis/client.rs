@@ -105,6 +105,18 @@ impl RedisClient {
                 .into(),
             ));
         }
+        if tls && cfg!(not(feature = "redis-tls")) {
+            // The redis crate may have TLS compiled in (feature `tokio`
+            // needs it), but without `redis-tls` no crypto provider is set
+            // up: refuse here, never a panic at the first connection.
+            return Err(DurableError::Config(
+                format!(
+                    "{} is a rediss:// address, but schedpool was built without feature redis-tls",
+                    info.addr()
+                )
+                .into(),
+            ));
+        }
         // No CLIENT SETINFO handshake: redis-rs waits for its replies with
         // the connect timeout each, so a hung server would hold every new
         // connection for twice the connect timeout (F9).
