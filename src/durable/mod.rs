@@ -73,12 +73,16 @@ pub use self::store::redis::{RedisBackend, RedisOptions};
 pub use dead_letters::DeadLetter;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use pool::async_client::AsyncClient;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool::async_job::{AsyncJob, LeaseLost};
 pub use pool::builder::DurablePoolBuilder;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool::builder_async::DEFAULT_ASYNC_CONCURRENCY;
 pub use pool::durable_pool::{DurablePool, DurableStats};
+pub use pool::item::StoredItem;
 pub use pool::job::{HandlerError, JobInfo};
 pub use pool::misfire::Misfire;
 pub use queue::{DurableQueue, Removed};

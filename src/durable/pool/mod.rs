@@ -26,6 +26,8 @@
 //! (`handler_async`, beside `builder`).
 
 #[cfg(feature = "tokio")]
+pub(crate) mod async_client;
+#[cfg(feature = "tokio")]
 pub(crate) mod async_job;
 #[cfg(feature = "tokio")]
 mod async_runner;
@@ -37,6 +39,7 @@ pub(crate) mod calendar_def;
 mod calendar_fire;
 pub(crate) mod durable_pool;
 mod fires;
+pub(crate) mod item;
 pub(crate) mod job;
 #[cfg(feature = "metrics")]
 mod metrics;

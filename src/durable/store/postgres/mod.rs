@@ -17,6 +17,8 @@
 //! Nothing here is reachable from the rest of `durable/` except those two
 //! public types (and the `*_in` methods).
 
+#[cfg(feature = "tokio")]
+pub(crate) mod aio;
 mod backend;
 mod checks;
 mod client;

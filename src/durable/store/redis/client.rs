@@ -144,6 +144,12 @@ impl RedisClient {
         })
     }
 
+    /// The client connections are made from (the async client's too).
+    #[cfg(feature = "tokio")]
+    pub(super) fn client(&self) -> &redis::Client {
+        &self.client
+    }
+
     /// The key of one part of the queue.
     pub(super) fn key(&self, part: &str) -> Option<&str> {
         let i = PARTS.iter().position(|p| *p == part)?;
@@ -341,13 +347,13 @@ pub(super) fn arg<T: redis::ToRedisArgs>(value: T) -> Vec<Vec<u8>> {
 /// A connection the server or the TLS layer refused for who we are (a
 /// wrong password or user, a certificate that does not chain to the CA):
 /// retrying cannot cure it.
-fn refused_to_connect(err: &RedisError) -> bool {
+pub(super) fn refused_to_connect(err: &RedisError) -> bool {
     err.kind() == redis::ErrorKind::AuthenticationFailed
         || err.code() == Some("WRONGPASS")
         || err.to_string().contains("invalid peer certificate")
 }
 
-fn is_transient(err: &RedisError) -> bool {
+pub(super) fn is_transient(err: &RedisError) -> bool {
     err.is_io_error()
         || err.is_timeout()
         || err.is_connection_dropped()
@@ -382,6 +388,6 @@ pub(super) fn bad_reply(v: &Value) -> DurableError {
 
 /// The detail of a client or server error: its text, and the error itself
 /// as the source.
-fn detail(err: RedisError) -> ErrorDetail {
+pub(super) fn detail(err: RedisError) -> ErrorDetail {
     ErrorDetail::with_source(err.to_string(), err)
 }
