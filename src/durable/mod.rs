@@ -64,6 +64,9 @@ mod queue;
 pub(crate) mod store;
 pub(crate) mod take;
 
+#[cfg(all(feature = "postgres", feature = "tokio"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "postgres", feature = "tokio"))))]
+pub use self::store::postgres::AsyncPgTx;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use self::store::postgres::{PostgresBackend, PostgresOptions};

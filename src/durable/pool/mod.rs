@@ -31,6 +31,8 @@ pub(crate) mod async_client;
 pub(crate) mod async_job;
 #[cfg(feature = "tokio")]
 mod async_runner;
+#[cfg(all(feature = "tokio", feature = "postgres"))]
+mod async_tx;
 pub(crate) mod builder;
 #[cfg(feature = "tokio")]
 pub(crate) mod builder_async;

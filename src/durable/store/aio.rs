@@ -15,6 +15,7 @@
 //!   blocking pool a dropped future does not stop the call: it completes,
 //!   and only its answer is lost.
 
+#[cfg(any(feature = "redis", feature = "postgres"))]
 use std::sync::Arc;
 
 use super::backend::{Buried, Cancelled, Counts, DurableError, Put, PutMode, Stored, When};

@@ -19,6 +19,8 @@
 
 #[cfg(feature = "tokio")]
 pub(crate) mod aio;
+#[cfg(feature = "tokio")]
+pub(crate) mod async_tx;
 mod backend;
 mod checks;
 mod client;
@@ -29,5 +31,7 @@ mod schema;
 mod tls;
 mod tx;
 
+#[cfg(feature = "tokio")]
+pub use async_tx::AsyncPgTx;
 pub use backend::PostgresBackend;
 pub use client::PostgresOptions;

@@ -41,26 +41,34 @@ pub(super) fn when_args(when: When) -> (Option<i64>, Option<i64>) {
 pub(super) fn put_reply(row: &postgres::Row) -> Result<Put, DurableError> {
     let result: i32 = row.try_get(0).map_err(bad_reply)?;
     let deadline: Option<i64> = row.try_get(1).map_err(bad_reply)?;
+    Ok(put_of(result, deadline))
+}
+
+/// A put's reply: (result, deadline).
+pub(super) fn put_of(result: i32, deadline: Option<i64>) -> Put {
     let deadline_ms = deadline.map_or(0, ms);
-    Ok(match result {
+    match result {
         0 => Put::Inserted { deadline_ms },
         1 => Put::Replaced { deadline_ms },
         _ => Put::Exists,
-    })
+    }
 }
 
 /// Reads a cancel's reply row.
 pub(super) fn cancel_reply(row: &postgres::Row) -> Result<Cancelled, DurableError> {
     let state: Option<i16> = row.try_get(0).map_err(bad_reply)?;
     let env: Option<Vec<u8>> = row.try_get(1).map_err(bad_reply)?;
-    Ok(match state {
+    Ok(cancel_of(state, env))
+}
+
+/// A cancel's reply: (state, envelope).
+pub(super) fn cancel_of(state: Option<i16>, env: Option<Vec<u8>>) -> Cancelled {
+    match state {
         Some(0) => Cancelled::Pending(env.unwrap_or_default()),
         Some(1) => Cancelled::InFlight,
-        Some(2) => Cancelled::Dead(crate::durable::store::dead_record::envelope(
-            env.unwrap_or_default(),
-        )),
+        Some(2) => Cancelled::Dead(dead_record::envelope(env.unwrap_or_default())),
         _ => Cancelled::NotFound,
-    })
+    }
 }
 
 /// The ids and tokens of (id, token) pairs, as the SQL arrays of the
