@@ -404,9 +404,31 @@ mod snippet_22 {
     }
 }
 
-// Snippet 23: docs/guide.md, line 765.
+// Snippet 23: docs/guide.md, line 767.
+#[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_23 {
+    use schedpool::*;
+    use std::time::*;
+    pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
+        let pool = schedpool::durable::DurablePool::builder(schedpool::durable::MemoryBackend::new())
+            .threads(1)
+            .handler_async("close-order", |order: u64, job| async move {
+                // an async call (an HTTP request, a sqlx query), then:
+                let _ = (order, job.token);
+                Ok(())
+            })
+            .build()?;
+        let client = pool.async_client(); // cheap to clone into every request handler
+        client.schedule("close-order", "order-42", &42u64, Duration::from_secs(30 * 60)).await?;
+        client.cancel("order-42").await?; // paid
+        Ok(())
+    }
+}
+
+// Snippet 24: docs/guide.md, line 790.
+#[rustfmt::skip]
+mod snippet_24 {
     use schedpool::*;
     use std::time::*;
     pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
@@ -416,9 +438,9 @@ mod snippet_23 {
     }
 }
 
-// Snippet 24: docs/guide.md, line 786.
+// Snippet 25: docs/guide.md, line 811.
 #[rustfmt::skip]
-mod snippet_24 {
+mod snippet_25 {
     use schedpool::*;
     use std::time::*;
     fn send_504() {}
@@ -437,9 +459,9 @@ mod snippet_24 {
     }
 }
 
-// Snippet 25: docs/guide.md, line 827.
+// Snippet 26: docs/guide.md, line 852.
 #[rustfmt::skip]
-mod snippet_25 {
+mod snippet_26 {
     use schedpool::*;
     use std::time::*;
     fn poll_sensor() -> u32 {
@@ -457,9 +479,9 @@ mod snippet_25 {
     }
 }
 
-// Snippet 26: docs/guide.md, line 842.
+// Snippet 27: docs/guide.md, line 867.
 #[rustfmt::skip]
-mod snippet_26 {
+mod snippet_27 {
     use schedpool::*;
     use std::time::*;
     pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
@@ -470,10 +492,10 @@ mod snippet_26 {
     }
 }
 
-// Snippet 27: docs/guide.md, line 889.
+// Snippet 28: docs/guide.md, line 915.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_27 {
+mod snippet_28 {
     use schedpool::*;
     use std::time::*;
     fn backup() {}
@@ -493,10 +515,10 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 955.
+// Snippet 29: docs/guide.md, line 981.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_28 {
+mod snippet_29 {
     use schedpool::*;
     use std::time::*;
     use schedpool::calendar::Daily;
@@ -513,10 +535,10 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 970.
+// Snippet 30: docs/guide.md, line 996.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_29 {
+mod snippet_30 {
     use schedpool::*;
     use std::time::*;
     pub fn snippet() -> Result<(), Box<dyn std::error::Error>> {
@@ -538,10 +560,10 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 1005.
+// Snippet 31: docs/guide.md, line 1031.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_30 {
+mod snippet_31 {
     use schedpool::*;
     use std::time::*;
     #[derive(Debug)]
@@ -571,9 +593,9 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1082.
+// Snippet 32: docs/guide.md, line 1108.
 #[rustfmt::skip]
-mod snippet_31 {
+mod snippet_32 {
     use schedpool::*;
     use std::time::*;
     pub fn snippet() -> Result<(), Box<dyn std::error::Error>> {
