@@ -78,10 +78,8 @@ async fn request(
             // The guide's snippet now.
             let mut timeout = pool.schedule(send_504, timeout).unwrap().cancel_on_drop();
             tokio::select! {
-                reply = reply_rx => if timeout.defuse() {
-                    if reply.is_ok() {
-                        answers.replied.fetch_add(1, Ordering::SeqCst);
-                    }
+                reply = reply_rx => if timeout.defuse() && reply.is_ok() {
+                    answers.replied.fetch_add(1, Ordering::SeqCst);
                 }, // else the timeout's body answered: the reply is dropped
                 _ = &mut timeout => {}
             }
