@@ -189,6 +189,7 @@ impl Inner {
                 "no handler for this kind in this process; deferred for another",
             );
         };
+        #[cfg_attr(not(feature = "tokio"), allow(clippy::infallible_destructuring_match))]
         let handler = match handler {
             Handler::Sync(handler) => handler,
             #[cfg(feature = "tokio")]
