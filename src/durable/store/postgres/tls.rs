@@ -9,8 +9,8 @@
 //! [`DurableError::Config`] at connect, never a silent plain connection;
 //! with TLS, `sslmode` is `require`, so a server without TLS is refused.
 
-use postgres::config::SslMode;
-use postgres::{Client, Config, NoTls};
+use tokio_postgres::config::SslMode;
+use tokio_postgres::Config;
 
 use crate::durable::store::backend::DurableError;
 
@@ -36,14 +36,6 @@ impl Connector {
         }
         config.ssl_mode(SslMode::Require);
         rustls_connector(ca_pem)
-    }
-
-    pub(super) fn connect(&self, config: &Config) -> Result<Client, postgres::Error> {
-        match self {
-            Connector::Plain => config.connect(NoTls),
-            #[cfg(feature = "postgres-tls")]
-            Connector::Rustls(tls) => config.connect(tls.clone()),
-        }
     }
 }
 
