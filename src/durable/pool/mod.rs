@@ -32,5 +32,5 @@ mod metrics;
 pub(crate) mod misfire;
 mod runner;
 mod shared;
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod tx;
