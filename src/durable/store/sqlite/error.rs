@@ -33,7 +33,7 @@ pub(super) fn map(doing: &str, err: rusqlite::Error) -> DurableError {
             | ErrorCode::AuthorizationForStatementDenied,
         ) => (
             DurableError::Config,
-            "the database file (or its folder, for the -wal and -shm files) cannot be \
+            "the database file (or its folder, for the -wal and -shm files) is read-only or cannot be \
              opened for writing",
         ),
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => (
