@@ -14,6 +14,9 @@
 //!   of their "now"s, up to a wall-clock step).
 //! - A connection goes back to the pool only after its transaction ended
 //!   (committed, or rolled back by its drop).
+//! - This process's writers on one file take turns in a fair lock
+//!   (`Signal::in_turn`) around their transaction, so SQLite's busy handler
+//!   only arbitrates between processes.
 //! - Nothing here panics on what the file holds: every error is a
 //!   `DurableError` (`error.rs`).
 
@@ -163,12 +166,15 @@ impl SqliteBackend {
         step: impl FnOnce(&Connection, u64) -> Result<R, DurableError>,
     ) -> Result<R, DurableError> {
         let mut conn = self.conn()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| map(verb, e))?;
-        let now = self.now();
-        let out = step(&tx, now)?;
-        tx.commit().map_err(|e| map(verb, e))?;
+        let out = self.signal.in_turn(|| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| map(verb, e))?;
+            let now = self.now();
+            let out = step(&tx, now)?;
+            tx.commit().map_err(|e| map(verb, e))?;
+            Ok::<R, DurableError>(out)
+        })?;
         self.idle
             .lock()
             .unwrap_or_else(|e| e.into_inner())

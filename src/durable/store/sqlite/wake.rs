@@ -37,11 +37,17 @@ use crate::durable::store::error::DurableError;
 /// The first poll interval after a change.
 const MIN_POLL: Duration = Duration::from_millis(1);
 
-/// One file's in-process wake-up.
+/// One file's in-process wake-up, and its writers' turn.
 #[derive(Debug, Default)]
 pub(super) struct Signal {
     generation: Mutex<u64>,
     cv: Condvar,
+    /// Held by this process's writers on the file, one at a time, handed
+    /// on fairly: SQLite's busy handler is not a queue (a waiter sleeps up
+    /// to 100 ms between tries while active writers take the lock again),
+    /// so without this a thread of a busy process could wait out its busy
+    /// timeout; with it the busy handler arbitrates between processes only.
+    turn: parking_lot::Mutex<()>,
 }
 
 impl Signal {
@@ -60,6 +66,14 @@ impl Signal {
         let s = Arc::new(Signal::default());
         map.insert(path.to_path_buf(), Arc::downgrade(&s));
         s
+    }
+
+    /// Runs `f` in this process's writers' turn on the file.
+    pub(super) fn in_turn<R>(&self, f: impl FnOnce() -> R) -> R {
+        let turn = self.turn.lock();
+        let out = f();
+        parking_lot::MutexGuard::unlock_fair(turn);
+        out
     }
 
     /// Wakes every waiter of this process on the file.
