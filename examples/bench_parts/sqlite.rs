@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use schedpool::durable::{DurableQueue, SqliteBackend};
+use schedpool::durable::{DurableQueue, SqliteBackend, SqliteOptions, Synchronous};
 
 use super::bench::{envelope_of_u64, pool_part, rate, Results, FAR};
 
@@ -40,6 +40,23 @@ pub fn sqlite(pending: usize, ops: usize, jobs: usize, wakes: usize) -> Results 
         q.put(&format!("p-{i}"), &(i as u64), FAR).unwrap();
     }
     let put = rate(ops, t.elapsed());
+    // The same puts with synchronous=NORMAL (synced at checkpoints only).
+    let normal = DurableQueue::<u64>::new(
+        SqliteBackend::open_with(
+            &path,
+            "bench-normal",
+            SqliteOptions::default().synchronous(Synchronous::Normal),
+        )
+        .unwrap(),
+    );
+    let t = Instant::now();
+    for i in 0..ops {
+        normal.put(&format!("n-{i}"), &(i as u64), FAR).unwrap();
+    }
+    eprintln!(
+        "sqlite: put, 1 thread, synchronous=NORMAL: {:.0}/s (FULL: {put:.0}/s)",
+        rate(ops, t.elapsed())
+    );
     let t = Instant::now();
     for i in 0..ops {
         let mut tx = db
@@ -65,7 +82,8 @@ pub fn sqlite(pending: usize, ops: usize, jobs: usize, wakes: usize) -> Results 
                 )
                 .unwrap();
             for i in 0..n {
-                st.execute(rusqlite::params![now, format!("run-{i}")]).unwrap();
+                st.execute(rusqlite::params![now, format!("run-{i}")])
+                    .unwrap();
             }
         }
         tx.commit().unwrap();

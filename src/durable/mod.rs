@@ -28,9 +28,8 @@
 //!   server time only, and puts and cancels that can join the caller's
 //!   transaction (`DurablePool::schedule_in`, `cancel_in`).
 //!
-//! Guarantees (each tested against a real `redis-server` and a real
-//! PostgreSQL, see
-//! `docs/durable.md`): never early by the store's clock; at least once;
+//! Guarantees (each tested on SQLite files and against a real
+//! `redis-server` and a real PostgreSQL, see `docs/durable.md`): never early by the store's clock; at least once;
 //! a killed consumer's items come back after its lease; a stalled holder is
 //! fenced (its ack fails with [`DurableError::LeaseLost`]); cancel by id is
 //! O(log n).
