@@ -82,6 +82,20 @@ pub struct DeadLetter<T> {
 
 impl<T> DeadLetter<T> {
     /// [`died_ms`](Self::died_ms) as a `SystemTime`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("a", &1, Duration::ZERO)?;
+    /// queue.take()?.expect("open").dead_letter()?;
+    /// let dead = &queue.dead_letters(1)?[0];
+    /// assert_eq!(dead.died_at(), UNIX_EPOCH + Duration::from_millis(dead.died_ms));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn died_at(&self) -> SystemTime {
         ms_to_time(self.died_ms)
     }
@@ -116,6 +130,25 @@ impl DeadLetter<Vec<u8>> {
     ///
     /// [`DurableError::Format`] when the bytes do not decode as `U`, or
     /// the stored item did not open.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .max_attempts(1)
+    ///     .handler("ship", |_: &String, _job| Err("no courier".into()))
+    ///     .build()?;
+    /// pool.schedule("ship", "parcel-5", &"Berlin".to_string(), Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// let dead = &pool.dead_letters(1)?[0];
+    /// assert_eq!(dead.decode::<String>()?, "Berlin");
+    /// assert!(dead.decode::<u64>().unwrap_err().is_format(), "not the kind's type");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn decode<U: Payload>(&self) -> Result<U, DurableError> {
         let bytes = self.value.as_ref().map_err(Clone::clone)?;
         envelope::decode(&self.id, bytes)
@@ -177,6 +210,22 @@ impl<T: Payload> DurableQueue<T> {
     /// could not be reached, or a retry after a lost reply found the dead
     /// letter gone (the first attempt may have requeued it: the item is
     /// then pending).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("order-42", &42, Duration::ZERO)?;
+    /// queue.take()?.expect("open").dead_letter_with("the API was down")?;
+    /// // The API is back:
+    /// assert!(queue.requeue("order-42")?);
+    /// assert!(!queue.requeue("order-42")?, "not a dead letter any more");
+    /// assert_eq!(queue.counts()?.pending, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn requeue(&self, id: &str) -> Result<bool, DurableError> {
         self.store().requeue(id)
     }
@@ -190,6 +239,22 @@ impl<T: Payload> DurableQueue<T> {
     /// [`DurableError::Unavailable`] when the store could not be reached,
     /// or a retry after a lost reply found the dead letter gone (the first
     /// attempt may have purged it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("spam-1", &1, Duration::ZERO)?;
+    /// queue.take()?.expect("open").dead_letter()?;
+    /// assert!(queue.purge("spam-1")?);
+    /// assert_eq!(queue.counts()?.dead, 0);
+    /// queue.put("live", &2, Duration::from_secs(60))?;
+    /// assert!(!queue.purge("live")?, "a pending item is left alone");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn purge(&self, id: &str) -> Result<bool, DurableError> {
         self.store().purge(id)
     }
@@ -205,6 +270,26 @@ impl DurablePool {
     /// # Errors
     ///
     /// The store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .max_attempts(1)
+    ///     .handler("charge", |_: &u64, _job| Err("card declined".into()))
+    ///     .build()?;
+    /// pool.schedule("charge", "order-42", &1999u64, Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// for dead in pool.dead_letters(100)? {
+    ///     println!("{} ({}): {:?} after {} attempt(s)", dead.id, dead.kind, dead.error, dead.attempts);
+    /// }
+    /// assert_eq!(pool.dead_letters(100)?.len(), 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn dead_letters(&self, max: usize) -> Result<Vec<DeadLetter<Vec<u8>>>, DurableError> {
         let buried = self.store().dead_letters(max)?;
         Ok(buried
@@ -222,6 +307,34 @@ impl DurablePool {
     /// # Errors
     ///
     /// As for [`DurableQueue::requeue`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let api_up = Arc::new(AtomicBool::new(false));
+    /// let up = api_up.clone();
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .max_attempts(1)
+    ///     .handler("notify", move |_: &(), _job| {
+    ///         if up.load(Ordering::SeqCst) { Ok(()) } else { Err("API down".into()) }
+    ///     })
+    ///     .build()?;
+    /// pool.schedule("notify", "n-1", &(), Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.counts()?.dead, 1);
+    ///
+    /// api_up.store(true, Ordering::SeqCst);
+    /// assert!(pool.requeue("n-1")?);
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.stats().succeeded, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn requeue(&self, id: &str) -> Result<bool, DurableError> {
         self.store().requeue(id)
     }
@@ -233,6 +346,24 @@ impl DurablePool {
     /// # Errors
     ///
     /// As for [`DurableQueue::purge`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .max_attempts(1)
+    ///     .handler("import", |_: &(), _job| Err("malformed file".into()))
+    ///     .build()?;
+    /// pool.schedule("import", "upload-3", &(), Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert!(pool.purge("upload-3")?, "dropped for good");
+    /// assert_eq!(pool.counts()?.dead, 0);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn purge(&self, id: &str) -> Result<bool, DurableError> {
         self.store().purge(id)
     }

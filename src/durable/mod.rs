@@ -103,6 +103,17 @@ pub use take::delivery::Delivery;
 pub use take::options::QueueOptions;
 
 /// A [`DurableQueue`] on Redis (feature `redis`).
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use schedpool::durable::RedisDelayQueue;
+///
+/// let queue: RedisDelayQueue<u64> = RedisDelayQueue::connect("redis://127.0.0.1:6379/0", "orders")?;
+/// queue.put("order-42", &42, Duration::from_secs(30 * 60))?;
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub type RedisDelayQueue<T> = DurableQueue<T>;

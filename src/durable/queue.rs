@@ -24,6 +24,23 @@ use super::take::settle::{self, Verb};
 use super::take::taker::Taker;
 
 /// What [`DurableQueue::remove`] found.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurableQueue, MemoryBackend, Removed};
+///
+/// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+/// queue.put("order-42", &42, Duration::from_secs(1800))?;
+/// match queue.remove("order-42")? {
+///     Removed::Pending(order) => println!("timeout of order {order} cancelled"),
+///     Removed::InFlight => println!("too late: a consumer is closing it now"),
+///     Removed::Dead(order) => println!("order {order} had failed for good"),
+///     Removed::NotFound => println!("nothing to cancel"),
+/// }
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Removed<T> {
     /// It was waiting: here is its value. It will never be delivered.
@@ -88,6 +105,17 @@ impl<T> Clone for DurableQueue<T> {
 
 impl<T: Payload> DurableQueue<T> {
     /// A queue on `backend` with the default [`QueueOptions`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// // In memory for tests; RedisBackend or PostgresBackend for a fleet.
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// assert!(queue.is_empty()?);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn new(backend: impl DurableBackend) -> Self {
         Self::with_options(backend, QueueOptions::default()).expect("the default options are valid")
     }
@@ -98,6 +126,26 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// [`DurableError::Config`] when a lease is under 3 ms or `max_block`
     /// is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend, QueueOptions};
+    ///
+    /// let opts = QueueOptions {
+    ///     lease: Duration::from_secs(120), // a killed holder's items come back after 2 min
+    ///     max_attempts: 3,                 // then they are dead-lettered
+    ///     ..QueueOptions::default()
+    /// };
+    /// let queue: DurableQueue<u64> = DurableQueue::with_options(MemoryBackend::new(), opts)?;
+    /// assert_eq!(queue.options().max_attempts, 3);
+    ///
+    /// let too_short = QueueOptions { lease: Duration::from_millis(1), ..opts };
+    /// let err = DurableQueue::<u64>::with_options(MemoryBackend::new(), too_short).unwrap_err();
+    /// assert!(err.is_config());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn with_options(
         backend: impl DurableBackend,
         opts: QueueOptions,
@@ -129,6 +177,29 @@ impl<T: Payload> DurableQueue<T> {
     /// nothing was written. [`DurableError::Unavailable`] when it could not
     /// be reached within its timeout: the put may or may not have landed;
     /// repeat it (it is idempotent by id) or remove the id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend, Put};
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+    /// let put = queue.put("order-42", &42, Duration::from_secs(1800))?;
+    /// assert!(matches!(put, Put::Inserted { .. }));
+    /// // The same id again replaces it: a new value and a new deadline.
+    /// let again = queue.put("order-42", &43, Duration::from_secs(3600))?;
+    /// assert!(matches!(again, Put::Replaced { .. }));
+    /// assert_eq!(queue.len()?, 1);
+    ///
+    /// clock.advance(Duration::from_secs(1800));
+    /// assert!(queue.poll()?.is_none(), "moved to one hour");
+    /// clock.advance(Duration::from_secs(1800));
+    /// assert_eq!(*queue.poll()?.expect("due").value(), 43);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put(&self, id: &str, value: &T, delay: Duration) -> Result<Put, DurableError> {
         self.put_with(id, value, When::After(delay), PutMode::Replace)
     }
@@ -140,6 +211,22 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// As for [`put`](Self::put).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend, Put};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// // Every instance registers the same reminder at start-up: only the first lands.
+    /// let first = queue.put_if_absent("daily-digest", &1, Duration::from_secs(60))?;
+    /// let second = queue.put_if_absent("daily-digest", &2, Duration::from_secs(60))?;
+    /// assert!(matches!(first, Put::Inserted { .. }));
+    /// assert_eq!(second, Put::Exists);
+    /// assert_eq!(queue.len()?, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_if_absent(&self, id: &str, value: &T, delay: Duration) -> Result<Put, DurableError> {
         self.put_with(id, value, When::After(delay), PutMode::IfAbsent)
     }
@@ -152,6 +239,19 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// As for [`put`](Self::put).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let trial_ends = SystemTime::now() + Duration::from_secs(14 * 24 * 3600);
+    /// let put = queue.put_at("trial-7", &7, trial_ends)?;
+    /// assert!(put.deadline_ms().is_some());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_at(&self, id: &str, value: &T, at: SystemTime) -> Result<Put, DurableError> {
         let delay = at.duration_since(SystemTime::now()).unwrap_or_default();
         self.put(id, value, delay)
@@ -165,6 +265,19 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// As for [`put`](Self::put).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// // Due one minute from now by the store's clock, whatever this machine's says.
+    /// let at = queue.server_time_ms()? + 60_000;
+    /// let put = queue.put_at_server_ms("invoice-3", &3, at)?;
+    /// assert_eq!(put.deadline_ms(), Some(at));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_at_server_ms(&self, id: &str, value: &T, at_ms: u64) -> Result<Put, DurableError> {
         self.put_with(id, value, When::AtServerMs(at_ms), PutMode::Replace)
     }
@@ -175,6 +288,23 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// As for [`put`](Self::put).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<String> = DurableQueue::new(MemoryBackend::new());
+    /// let first = queue.push(&"resize image 1".to_string(), Duration::ZERO)?;
+    /// let second = queue.push(&"resize image 2".to_string(), Duration::ZERO)?;
+    /// assert_ne!(first, second);
+    /// // Equal deadlines come out in id order, so in push order.
+    /// let d = queue.take()?.expect("open");
+    /// assert_eq!(d.id(), first);
+    /// d.ack()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn push(&self, value: &T, delay: Duration) -> Result<String, DurableError> {
         let id = self.ids.next();
         self.put(&id, value, delay)?;
@@ -182,6 +312,17 @@ impl<T: Payload> DurableQueue<T> {
     }
 
     /// Generates an id as [`push`](Self::push) does, without putting.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let (a, b) = (queue.next_id(), queue.next_id());
+    /// assert!(a < b, "time-ordered within this process");
+    /// assert_eq!(a.len(), b.len(), "fixed width");
+    /// ```
     pub fn next_id(&self) -> String {
         self.ids.next()
     }
@@ -211,6 +352,25 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// [`DurableError`] on a store failure, or [`DurableError::Format`] when
     /// the removed value does not decode (it is removed all the same).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend, Removed};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("order-42", &42, Duration::from_secs(1800))?;
+    /// // Paid: cancel the timeout, wherever it is.
+    /// assert_eq!(queue.remove("order-42")?, Removed::Pending(42));
+    /// assert_eq!(queue.remove("order-42")?, Removed::NotFound);
+    ///
+    /// queue.put("order-43", &43, Duration::ZERO)?;
+    /// let held = queue.take()?.expect("open");
+    /// assert_eq!(queue.remove("order-43")?, Removed::InFlight);
+    /// assert!(held.ack().unwrap_err().is_lease_lost(), "its holder is fenced off");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn remove(&self, id: &str) -> Result<Removed<T>, DurableError> {
         Self::removed(id, self.store.cancel(id)?)
     }
@@ -236,6 +396,35 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// None in practice; the `Result` keeps the verbs uniform.
+    ///
+    /// # Examples
+    ///
+    /// A consumer loop, which ends when the queue is closed:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let consumer = {
+    ///     let queue = queue.clone();
+    ///     std::thread::spawn(move || -> Result<Vec<u64>, schedpool::durable::DurableError> {
+    ///         let mut closed = Vec::new();
+    ///         while let Some(delivery) = queue.take()? {
+    ///             closed.push(*delivery.value()); // close the order, then:
+    ///             delivery.ack()?;
+    ///         }
+    ///         Ok(closed)
+    ///     })
+    /// };
+    /// queue.put("order-1", &1, Duration::from_millis(5))?;
+    /// while !queue.is_empty()? {
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// queue.close();
+    /// assert_eq!(consumer.join().unwrap()?, [1]);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn take(&self) -> Result<Option<Delivery<T>>, DurableError> {
         self.take_until(None)
     }
@@ -246,6 +435,24 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] when the claim failed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+    /// queue.put("order-42", &42, Duration::from_secs(1800))?;
+    /// assert!(queue.poll()?.is_none(), "not due: poll does not wait");
+    /// clock.advance(Duration::from_secs(1800));
+    /// let delivery = queue.poll()?.expect("due now");
+    /// assert_eq!((delivery.id(), *delivery.value()), ("order-42", 42));
+    /// delivery.ack()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn poll(&self) -> Result<Option<Delivery<T>>, DurableError> {
         self.take_until(Some(Instant::now()))
     }
@@ -256,6 +463,20 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// The store's error when it could not be reached until `timeout`
     /// passed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("soon", &1, Duration::from_millis(5))?;
+    /// let delivery = queue.poll_timeout(Duration::from_secs(5))?.expect("due within 5 s");
+    /// delivery.ack()?;
+    /// assert!(queue.poll_timeout(Duration::from_millis(5))?.is_none(), "nothing more");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn poll_timeout(&self, timeout: Duration) -> Result<Option<Delivery<T>>, DurableError> {
         let limit = Instant::now().checked_add(timeout);
         match limit {
@@ -270,6 +491,25 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// [`DurableError`] when a claim failed; what was claimed before is
     /// released back to the queue by dropping it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("a", &1, Duration::ZERO)?;
+    /// queue.put("b", &2, Duration::ZERO)?;
+    /// queue.put("later", &3, Duration::from_secs(60))?;
+    /// let due = queue.drain_expired()?;
+    /// assert_eq!(due.len(), 2);
+    /// for delivery in due {
+    ///     delivery.ack()?;
+    /// }
+    /// assert_eq!(queue.len()?, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn drain_expired(&self) -> Result<Vec<Delivery<T>>, DurableError> {
         let mut out = Vec::new();
         while let Some(d) = self.poll()? {
@@ -323,6 +563,20 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// assert_eq!(queue.peek_deadline()?, None);
+    /// let put = queue.put("a", &1, Duration::from_secs(60))?;
+    /// let at = UNIX_EPOCH + Duration::from_millis(put.deadline_ms().unwrap());
+    /// assert_eq!(queue.peek_deadline()?, Some(at));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn peek_deadline(&self) -> Result<Option<SystemTime>, DurableError> {
         Ok(self.store.peek_deadline_ms()?.map(ms_to_time))
     }
@@ -332,6 +586,22 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("a", &1, Duration::ZERO)?;
+    /// queue.put("b", &2, Duration::from_secs(60))?;
+    /// let held = queue.take()?.expect("open");
+    /// assert_eq!(queue.len()?, 2, "one pending, one in flight");
+    /// held.ack()?;
+    /// assert_eq!(queue.len()?, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn len(&self) -> Result<usize, DurableError> {
         let c = self.counts()?;
         Ok(c.pending + c.in_flight)
@@ -342,6 +612,19 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// assert!(queue.is_empty()?);
+    /// queue.put("a", &1, Duration::from_secs(60))?;
+    /// assert!(!queue.is_empty()?);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn is_empty(&self) -> Result<bool, DurableError> {
         Ok(self.len()? == 0)
     }
@@ -351,6 +634,24 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("ok", &1, Duration::ZERO)?;
+    /// queue.put("bad", &2, Duration::ZERO)?;
+    /// queue.put("later", &3, Duration::from_secs(60))?;
+    /// let (first, second) = (queue.take()?.unwrap(), queue.take()?.unwrap());
+    /// first.dead_letter()?;
+    /// let c = queue.counts()?;
+    /// assert_eq!((c.pending, c.in_flight, c.dead), (1, 1, 1));
+    /// second.ack()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn counts(&self) -> Result<Counts, DurableError> {
         self.store.counts()
     }
@@ -360,6 +661,21 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+    /// let before = queue.server_time_ms()?;
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(queue.server_time_ms()?, before + 1000);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn server_time_ms(&self) -> Result<u64, DurableError> {
         self.store.server_time_ms()
     }
@@ -369,16 +685,56 @@ impl<T: Payload> DurableQueue<T> {
     /// unreachable, only until a release fails: the rest are left to their
     /// leases), and nothing more is claimed. The stored items are untouched, and deliveries already
     /// handed out can still be acked (their heartbeats go on).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("a", &1, Duration::ZERO)?;
+    /// queue.put("b", &2, Duration::from_secs(60))?;
+    /// let held = queue.take()?.expect("open");
+    /// let waiter = { let q = queue.clone(); std::thread::spawn(move || q.take()) };
+    /// queue.close();
+    /// assert!(waiter.join().unwrap()?.is_none(), "a blocked take returns None");
+    /// held.ack()?; // still acked after close
+    /// assert_eq!(queue.len()?, 1, "stored items are untouched");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn close(&self) {
         self.taker.close();
     }
 
     /// True after [`close`](Self::close).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let clone = queue.clone();
+    /// queue.close();
+    /// assert!(clone.is_closed(), "clones share the handle");
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.taker.is_closed()
     }
 
     /// The options this queue was made with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend, QueueOptions};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// assert_eq!(queue.options(), QueueOptions::default());
+    /// assert_eq!(queue.options().lease, Duration::from_secs(30));
+    /// ```
     pub fn options(&self) -> QueueOptions {
         self.taker.opts
     }
@@ -408,6 +764,21 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// As for [`RedisBackend::connect_with`](super::RedisBackend::connect_with).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::RedisDelayQueue;
+    ///
+    /// let queue: RedisDelayQueue<u64> = RedisDelayQueue::connect("redis://127.0.0.1:6379/0", "orders")?;
+    /// queue.put("order-42", &42, Duration::from_secs(30 * 60))?;
+    /// while let Some(delivery) = queue.take()? {
+    ///     println!("closing order {}", delivery.value());
+    ///     delivery.ack()?;
+    /// }
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn connect(url: &str, name: &str) -> Result<Self, DurableError> {
         let backend = super::store::redis::RedisBackend::connect(url, name)?;
         Self::with_options(backend, QueueOptions::default())
@@ -429,6 +800,22 @@ impl<T: Payload> DurableQueue<T> {
     /// [`DurableError::Config`] when `tx` is not on this queue's store;
     /// otherwise the store's error, after which the caller's transaction
     /// may be aborted and must be rolled back.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("INSERT INTO orders (id, state) VALUES (42, 'unpaid')", &[])?;
+    /// queue.put_in(&mut tx, "order-42", &42, Duration::from_secs(30 * 60))?;
+    /// tx.commit()?; // the order and its timeout, or neither
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_in<C: InTransaction>(
         &self,
         tx: &mut C,
@@ -452,6 +839,21 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// As for [`put_in`](Self::put_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// queue.put_if_absent_in(&mut tx, "order-42", &42, Duration::from_secs(30 * 60))?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_if_absent_in<C: InTransaction>(
         &self,
         tx: &mut C,
@@ -476,6 +878,22 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// As for [`put_in`](Self::put_in), and [`DurableError::Format`] when
     /// the removed value does not decode.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::{DurableQueue, PostgresBackend, Removed};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("UPDATE orders SET state = 'paid' WHERE id = 42", &[])?;
+    /// let removed = queue.remove_in(&mut tx, "order-42")?;
+    /// tx.commit()?; // paid and no timeout, or neither
+    /// assert!(matches!(removed, Removed::Pending(42) | Removed::InFlight | Removed::NotFound));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn remove_in<C: InTransaction>(
         &self,
         tx: &mut C,

@@ -31,6 +31,23 @@ use super::shared::{Counters, Handler, Inner, State};
 
 impl DurablePool {
     /// A builder for a pool on `backend`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .name("orders")
+    ///     .threads(2)
+    ///     .handler("close-order", |order: &u64, _job| {
+    ///         println!("closing {order}");
+    ///         Ok(())
+    ///     })
+    ///     .build()?;
+    /// # pool.shutdown();
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn builder(backend: impl DurableBackend) -> DurablePoolBuilder {
         DurablePoolBuilder {
             backend: Arc::new(backend),
@@ -52,6 +69,24 @@ impl DurablePool {
 // ===== impl DurablePoolBuilder =====
 
 /// Configures a [`DurablePool`]; from [`DurablePool::builder`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurablePool, MemoryBackend};
+///
+/// let pool = DurablePool::builder(MemoryBackend::new())
+///     .name("orders")
+///     .threads(2)
+///     .lease(Duration::from_secs(60))
+///     .max_attempts(3)
+///     .retry_backoff(Duration::from_secs(5), Duration::from_secs(600))
+///     .handler("close-order", |_: &u64, _job| Ok(()))
+///     .build()?;
+/// # pool.shutdown();
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 pub struct DurablePoolBuilder {
     backend: Arc<dyn DurableBackend>,
     threads: usize,
@@ -83,18 +118,71 @@ impl DurablePoolBuilder {
     }
 
     /// The worker threads' name prefix (default `schedpool-durable`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .name("billing") // threads "billing-0", "billing-1", "billing-acker"
+    ///     .threads(2)
+    ///     .handler("invoice", |_: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// # pool.shutdown();
+    /// let err = DurablePool::builder(MemoryBackend::new())
+    ///     .name("bad\0name")
+    ///     .threads(0)
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(err.is_config());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn name(mut self, prefix: impl Into<String>) -> Self {
         self.name = prefix.into();
         self
     }
 
     /// The lease of each claim (default 30 s); see [`QueueOptions::lease`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// // A killed process's jobs come back to the others after 10 s.
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .lease(Duration::from_secs(10))
+    ///     .threads(1)
+    ///     .handler("close-order", |_: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// # pool.shutdown();
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn lease(mut self, lease: Duration) -> Self {
         self.opts.lease = lease;
         self
     }
 
     /// The longest sleep without asking the store (default 5 s).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .max_block(Duration::from_secs(1)) // at most 1 s late after a lost wake-up
+    ///     .threads(1)
+    ///     .handler("close-order", |_: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// # pool.shutdown();
+    /// let zero = DurablePool::builder(MemoryBackend::new()).max_block(Duration::ZERO).threads(0).build();
+    /// assert!(zero.unwrap_err().is_config());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn max_block(mut self, max_block: Duration) -> Self {
         self.opts.max_block = max_block;
         self
@@ -103,6 +191,23 @@ impl DurablePoolBuilder {
     /// Claims of one item before it is dead-lettered (default 5; 0: retry
     /// forever). Failed runs count, and so do lease expiries (a killed
     /// holder) and releases of items claimed but never started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .max_attempts(1) // no retry: a failure goes to the dead letters
+    ///     .threads(1)
+    ///     .handler("parse", |_: &String, _job| Err("not JSON".into()))
+    ///     .build()?;
+    /// pool.schedule("parse", "upload-1", &"{".to_string(), Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.dead_letters(10)?[0].attempts, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.opts.max_attempts = n;
         self
@@ -110,6 +215,34 @@ impl DurablePoolBuilder {
 
     /// The retry backoff after a failed run: `base` × 2^(attempt − 1),
     /// capped at `max` (default 1 s and 5 min).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = DurablePool::builder(MemoryBackend::with_clock(clock.clone()))
+    ///     .retry_backoff(Duration::from_secs(10), Duration::from_secs(60))
+    ///     .threads(1)
+    ///     .handler("webhook", |_: &(), job| {
+    ///         if job.attempt < 3 { Err("503".into()) } else { Ok(()) }
+    ///     })
+    ///     .build()?;
+    /// pool.schedule("webhook", "hook-1", &(), Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5))); // attempt 1 fails: retry in 10 s
+    /// clock.advance(Duration::from_secs(10));
+    /// assert!(pool.wait_idle(Duration::from_secs(5))); // attempt 2 fails: retry in 20 s
+    /// clock.advance(Duration::from_secs(19));
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.stats().succeeded, 0, "not yet");
+    /// clock.advance(Duration::from_secs(1));
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.stats().succeeded, 1, "attempt 3");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn retry_backoff(mut self, base: Duration, max: Duration) -> Self {
         self.backoff = (base, max);
         self
@@ -117,6 +250,31 @@ impl DurablePoolBuilder {
 
     /// Registers the handler of `kind`: it gets the decoded payload and the
     /// run's [`JobInfo`]. Registering a kind again replaces its handler.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .handler("close-order", |order: &u64, job| {
+    ///         // Runs at least once: make the effect idempotent, or fence it
+    ///         // with job.token.
+    ///         println!("closing {order}, attempt {}", job.attempt);
+    ///         Ok(())
+    ///     })
+    ///     .handler("send-mail", |to: &String, _job| {
+    ///         if to.contains('@') { Ok(()) } else { Err(format!("bad address {to:?}").into()) }
+    ///     })
+    ///     .build()?;
+    /// pool.schedule("close-order", "order-42", &42u64, Duration::ZERO)?;
+    /// pool.schedule("send-mail", "mail-1", &"ann@example.com".to_string(), Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.stats().succeeded, 2);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn handler<T, F>(mut self, kind: &str, handler: F) -> Self
     where
         T: Payload + 'static,
@@ -222,6 +380,22 @@ impl DurablePoolBuilder {
     /// with a NUL byte (the OS cannot take it), invalid options, or a worker
     /// thread that could not be spawned; a calendar schedule's registration
     /// error (see [`DurablePool::schedule_calendar`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .handler("close-order", |_: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// # pool.shutdown();
+    /// // Workers with nothing to run are a mistake, caught here:
+    /// let err = DurablePool::builder(MemoryBackend::new()).threads(1).build().unwrap_err();
+    /// assert!(err.is_config());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn build(self) -> Result<DurablePool, DurableError> {
         if self.name.contains('\0') {
             return Err(DurableError::Config(

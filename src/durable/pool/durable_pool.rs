@@ -24,6 +24,23 @@ use crate::durable::store::contained::Store;
 use crate::durable::store::envelope::{self, Payload};
 
 /// Counters of a [`DurablePool`] (this process only).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurablePool, MemoryBackend};
+///
+/// let pool = DurablePool::builder(MemoryBackend::new())
+///     .threads(1)
+///     .handler("close-order", |_: &u64, _job| Ok(()))
+///     .build()?;
+/// pool.schedule("close-order", "order-42", &42u64, Duration::ZERO)?;
+/// assert!(pool.wait_idle(Duration::from_secs(5)));
+/// let stats = pool.stats();
+/// assert_eq!((stats.succeeded, stats.failed, stats.dead_lettered), (1, 0, 0));
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct DurableStats {
@@ -54,7 +71,38 @@ pub struct DurableStats {
 /// A pool of worker threads running durable items: handlers by kind,
 /// retries with backoff, a dead-letter set, durable periodic chains.
 ///
-/// See the [module docs](crate::durable) for an example.
+/// Closures cannot be stored, so a durable task is a *kind* (the name of a
+/// handler every process registers at build), an *id* (the business key:
+/// re-scheduling it replaces it, cancelling it removes it) and a payload.
+/// See also the [module docs](crate::durable).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::ManualClock;
+/// use schedpool::durable::{DurablePool, MemoryBackend};
+///
+/// // MemoryBackend for tests; RedisBackend or PostgresBackend for a fleet.
+/// let clock = ManualClock::new();
+/// let pool = DurablePool::builder(MemoryBackend::with_clock(clock.clone()))
+///     .threads(2)
+///     .handler("close-order", |order: &u64, job| {
+///         println!("closing order {order} (attempt {})", job.attempt);
+///         Ok(())
+///     })
+///     .build()?;
+/// pool.schedule("close-order", "order-42", &42u64, Duration::from_secs(1800))?;
+/// pool.schedule("close-order", "order-43", &43u64, Duration::from_secs(1800))?;
+/// assert!(pool.cancel("order-43")?, "paid in time");
+///
+/// clock.advance(Duration::from_secs(1800));
+/// assert!(pool.wait_idle(Duration::from_secs(5)));
+/// assert_eq!(pool.stats().succeeded, 1);
+/// pool.shutdown();
+/// assert!(pool.await_termination(Duration::from_secs(5)));
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 pub struct DurablePool {
     pub(super) inner: Arc<Inner>,
 }
@@ -69,6 +117,27 @@ impl DurablePool {
     /// [`DurableError::Config`] for a kind with no handler in this pool
     /// (unless it is producer-only) or an empty id; [`DurableError::Closed`]
     /// once shut down; the store's error otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = DurablePool::builder(MemoryBackend::with_clock(clock.clone()))
+    ///     .threads(1)
+    ///     .handler("send-reminder", |_email: &String, _job| Ok(()))
+    ///     .build()?;
+    /// let to = "ann@example.com".to_string();
+    /// pool.schedule("send-reminder", "cart-17", &to, Duration::from_secs(3600))?;
+    /// // The cart changed: re-scheduling the id replaces the reminder.
+    /// pool.schedule("send-reminder", "cart-17", &to, Duration::from_secs(7200))?;
+    /// assert_eq!(pool.counts()?.pending, 1);
+    /// assert!(pool.schedule("no-such-kind", "x", &to, Duration::ZERO).unwrap_err().is_config());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn schedule<T: Payload>(
         &self,
         kind: &str,
@@ -85,6 +154,25 @@ impl DurablePool {
     /// # Errors
     ///
     /// As for [`schedule`](Self::schedule).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .handler("expire-trial", |_: &(), _job| Ok(()))
+    ///     .build()?;
+    /// let trial = Duration::from_secs(14 * 24 * 3600);
+    /// let first = pool.schedule_if_absent("expire-trial", "account-9", &(), trial)?;
+    /// // A retry, or a second process: the first one stands.
+    /// let again = pool.schedule_if_absent("expire-trial", "account-9", &(), trial)?;
+    /// assert!(first.deadline_ms().is_some());
+    /// assert_eq!(again, schedpool::durable::Put::Exists);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn schedule_if_absent<T: Payload>(
         &self,
         kind: &str,
@@ -107,6 +195,30 @@ impl DurablePool {
     ///
     /// As for [`schedule`](Self::schedule), and [`DurableError::Config`] for
     /// a zero period.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = DurablePool::builder(MemoryBackend::with_clock(clock.clone()))
+    ///     .threads(1)
+    ///     .handler("sync-prices", |_: &(), _job| Ok(()))
+    ///     .build()?;
+    /// // Every process calls this at start-up: the chain is made once.
+    /// let minute = Duration::from_secs(60);
+    /// pool.schedule_at_fixed_rate("sync-prices", "prices", &(), minute, minute)?;
+    /// for _ in 0..3 {
+    ///     clock.advance(minute);
+    ///     assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// }
+    /// assert_eq!(pool.stats().succeeded, 3);
+    /// assert_eq!(pool.counts()?.pending, 1, "the next run waits");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn schedule_at_fixed_rate<T: Payload>(
         &self,
         kind: &str,
@@ -133,6 +245,26 @@ impl DurablePool {
     /// # Errors
     ///
     /// As for [`schedule_at_fixed_rate`](Self::schedule_at_fixed_rate).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = DurablePool::builder(MemoryBackend::with_clock(clock.clone()))
+    ///     .threads(1)
+    ///     .handler("vacuum", |_: &(), _job| Ok(()))
+    ///     .build()?;
+    /// let hour = Duration::from_secs(3600);
+    /// pool.schedule_with_fixed_delay("vacuum", "vacuum", &(), Duration::ZERO, hour)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.stats().succeeded, 1);
+    /// assert!(pool.cancel("vacuum")?, "cancelling the id stops the chain");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn schedule_with_fixed_delay<T: Payload>(
         &self,
         kind: &str,
@@ -218,6 +350,23 @@ impl DurablePool {
     /// # Errors
     ///
     /// The store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .handler("close-order", |_: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// pool.schedule("close-order", "order-42", &42u64, Duration::from_secs(1800))?;
+    /// // The customer paid:
+    /// assert!(pool.cancel("order-42")?);
+    /// assert!(!pool.cancel("order-42")?, "gone already");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn cancel(&self, id: &str) -> Result<bool, DurableError> {
         use crate::durable::store::backend::Cancelled;
         Ok(!matches!(self.inner.store.cancel(id)?, Cancelled::NotFound))
@@ -229,11 +378,56 @@ impl DurablePool {
     /// # Errors
     ///
     /// The store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .handler("close-order", |_: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// pool.schedule("close-order", "order-1", &1u64, Duration::from_secs(60))?;
+    /// pool.schedule("close-order", "order-2", &2u64, Duration::from_secs(60))?;
+    /// let counts = pool.counts()?;
+    /// assert_eq!((counts.pending, counts.in_flight, counts.dead), (2, 0, 0));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn counts(&self) -> Result<Counts, DurableError> {
         self.inner.store.counts()
     }
 
     /// This process's counters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = DurablePool::builder(MemoryBackend::with_clock(clock.clone()))
+    ///     .threads(1)
+    ///     .max_attempts(2)
+    ///     .retry_backoff(Duration::from_secs(1), Duration::from_secs(60))
+    ///     .handler("charge", |cents: &u64, _job| {
+    ///         if *cents > 0 { Ok(()) } else { Err("nothing to charge".into()) }
+    ///     })
+    ///     .build()?;
+    /// pool.schedule("charge", "ok", &100u64, Duration::ZERO)?;
+    /// pool.schedule("charge", "bad", &0u64, Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.succeeded, stats.failed, stats.retried), (1, 1, 1), "retry in 1 s");
+    /// clock.advance(Duration::from_secs(1));
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.failed, stats.dead_lettered), (2, 1), "2 attempts, then dead");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn stats(&self) -> DurableStats {
         let c = &self.inner.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -253,6 +447,25 @@ impl DurablePool {
     /// no worker of this pool is busy: `false` if `timeout` (real time)
     /// passed first. With a [`ManualClock`](crate::ManualClock) backend this
     /// is "everything that the last `advance` made due has run".
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = DurablePool::builder(MemoryBackend::with_clock(clock.clone()))
+    ///     .threads(1)
+    ///     .handler("close-order", |_: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// pool.schedule("close-order", "order-42", &42u64, Duration::from_secs(1800))?;
+    /// clock.advance(Duration::from_secs(1800)); // 30 minutes in no time
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.stats().succeeded, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn wait_idle(&self, timeout: Duration) -> bool {
         let limit = Instant::now().checked_add(timeout);
         loop {
@@ -304,6 +517,24 @@ impl DurablePool {
     /// acks unsent, and those items run again after their lease (at least
     /// once, as after a crash). Call
     /// [`await_termination`](Self::await_termination) before exiting.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .handler("close-order", |_: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// pool.schedule("close-order", "order-42", &42u64, Duration::from_secs(1800))?;
+    /// pool.shutdown();
+    /// assert!(pool.await_termination(Duration::from_secs(5)));
+    /// assert_eq!(pool.counts()?.pending, 1, "the store keeps it for the next process");
+    /// assert!(pool.schedule("close-order", "o", &1u64, Duration::ZERO).unwrap_err().is_closed());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn shutdown(&self) {
         self.inner.state.lock().shutdown = true;
         #[cfg(feature = "metrics")]
@@ -316,6 +547,22 @@ impl DurablePool {
     /// the release failed. Runs in progress still finish (a
     /// thread cannot be stopped safely); await them with
     /// [`await_termination`](Self::await_termination).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .handler("close-order", |_: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// let released = pool.shutdown_now();
+    /// assert!(released.is_empty(), "nothing was claimed");
+    /// assert!(pool.await_termination(Duration::from_secs(5)));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn shutdown_now(&self) -> Vec<String> {
         self.inner.state.lock().shutdown = true;
         #[cfg(feature = "metrics")]
@@ -329,11 +576,42 @@ impl DurablePool {
     }
 
     /// True after `shutdown` or `shutdown_now`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .handler("noop", |_: &(), _job| Ok(()))
+    ///     .build()?;
+    /// assert!(!pool.is_shutdown());
+    /// pool.shutdown();
+    /// assert!(pool.is_shutdown());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn is_shutdown(&self) -> bool {
         self.inner.state.lock().shutdown
     }
 
     /// True once shut down and every worker has exited.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .handler("noop", |_: &(), _job| Ok(()))
+    ///     .build()?;
+    /// pool.shutdown();
+    /// assert!(pool.await_termination(Duration::from_secs(5)));
+    /// assert!(pool.is_terminated());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn is_terminated(&self) -> bool {
         let s = self.inner.state.lock();
         s.shutdown && s.running == 0
@@ -343,6 +621,31 @@ impl DurablePool {
     /// for the acker thread to send their last acks: `true` if they did.
     /// Leases of runs in progress keep being extended until those runs
     /// settle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let (started, running) = std::sync::mpsc::channel();
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .handler("slow", move |_: &(), _job| {
+    ///         let _ = started.send(());
+    ///         std::thread::sleep(Duration::from_millis(20));
+    ///         Ok(())
+    ///     })
+    ///     .build()?;
+    /// pool.schedule("slow", "job-1", &(), Duration::ZERO)?;
+    /// running.recv_timeout(Duration::from_secs(5)).expect("the run started");
+    /// pool.shutdown();
+    /// // Before exiting: let the run in progress finish and its ack go out.
+    /// assert!(pool.await_termination(Duration::from_secs(5)));
+    /// assert_eq!(pool.stats().succeeded, 1);
+    /// assert_eq!(pool.counts()?.in_flight, 0, "acked, not left to its lease");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn await_termination(&self, timeout: Duration) -> bool {
         let limit = Instant::now().checked_add(timeout);
         let mut s = self.inner.state.lock();

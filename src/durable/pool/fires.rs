@@ -63,24 +63,7 @@ impl fmt::Display for Fires {
 /// `ms` since the Unix epoch as an RFC 3339 UTC time:
 /// `2025-03-01T02:30:00Z`, with `.123` when it has milliseconds.
 pub(super) fn utc(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, day_secs) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s) = (day_secs / 3600, day_secs / 60 % 60, day_secs % 60);
-    let frac = match ms % 1000 {
-        0 => String::new(),
-        f => format!(".{f:03}"),
-    };
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}{frac}Z")
+    crate::calendar::utc_text(UNIX_EPOCH + std::time::Duration::from_millis(ms))
 }
 
 /// A rule's answer as text, even one before the Unix epoch.

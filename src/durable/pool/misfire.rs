@@ -97,18 +97,47 @@ impl Misfire {
     }
 
     /// Drop missed fires.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::Misfire;
+    ///
+    /// // A cache warm-up: after an outage, only the next fire matters.
+    /// let policy = Misfire::skip();
+    /// assert_ne!(policy, Misfire::default());
+    /// ```
     pub fn skip() -> Self {
         Misfire::with(Policy::Skip)
     }
 
     /// Run once for all the missed fires (coalesce): the run is for the
     /// latest of them. The default.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::Misfire;
+    ///
+    /// // A nightly report: after three nights down, one report, not three.
+    /// assert_eq!(Misfire::run_once(), Misfire::default());
+    /// ```
     pub fn run_once() -> Self {
         Misfire::with(Policy::RunOnce)
     }
 
     /// Run every missed fire, in order, but at most the latest `max` of
     /// them. `max` must be at least 1 (checked at registration).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::Misfire;
+    ///
+    /// // Hourly billing: every missed hour is billed, up to a day's worth.
+    /// let policy = Misfire::run_all(24);
+    /// # let _ = policy;
+    /// ```
     pub fn run_all(max: u32) -> Self {
         Misfire::with(Policy::RunAll(max))
     }
@@ -116,6 +145,17 @@ impl Misfire {
     /// How late a fire may be claimed and still be on time (default 60 s,
     /// rounded up to whole ms). Keep it above the pool's lease plus
     /// `max_block`, or a fire whose holder died comes back missed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::Misfire;
+    ///
+    /// // Up to 5 minutes late still counts as on time.
+    /// let policy = Misfire::skip().grace(Duration::from_secs(300));
+    /// assert_ne!(policy, Misfire::skip());
+    /// ```
     pub fn grace(mut self, grace: Duration) -> Self {
         self.grace_ms = ceil_ms(grace);
         self
@@ -124,6 +164,17 @@ impl Misfire {
     /// Fires later than this are dropped whatever the policy (default: no
     /// limit; rounded up to whole ms). Must not be shorter than the grace
     /// (checked at registration).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::Misfire;
+    ///
+    /// // Catch up on missed fires, but none more than 6 hours old.
+    /// let policy = Misfire::run_all(10).max_lateness(Duration::from_secs(6 * 3600));
+    /// # let _ = policy;
+    /// ```
     pub fn max_lateness(mut self, max_lateness: Duration) -> Self {
         self.max_lateness_ms = ceil_ms(max_lateness);
         self

@@ -24,6 +24,24 @@ impl DurablePool {
     /// As for [`schedule`](Self::schedule); [`DurableError::Config`] when
     /// `tx` is not on the pool's store (a `postgres` transaction for a pool
     /// on PostgreSQL, a `rusqlite` one on the pool's SQLite file).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let pool = DurablePool::builder(PostgresBackend::connect(params, "orders")?)
+    ///     .handler("close-order", |_order: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("INSERT INTO orders (id, state) VALUES (42, 'unpaid')", &[])?;
+    /// pool.schedule_in(&mut tx, "close-order", "order-42", &42u64, Duration::from_secs(30 * 60))?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn schedule_in<T: Payload, C: InTransaction>(
         &self,
         tx: &mut C,
@@ -41,6 +59,23 @@ impl DurablePool {
     /// # Errors
     ///
     /// As for [`schedule_in`](Self::schedule_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let pool = DurablePool::builder(PostgresBackend::connect(params, "orders")?)
+    ///     .handler("close-order", |_order: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// pool.schedule_if_absent_in(&mut tx, "close-order", "order-42", &42u64, Duration::from_secs(1800))?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn schedule_if_absent_in<T: Payload, C: InTransaction>(
         &self,
         tx: &mut C,
@@ -90,6 +125,23 @@ impl DurablePool {
     /// # Errors
     ///
     /// As for [`schedule_in`](Self::schedule_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::{DurablePool, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let pool = DurablePool::builder(PostgresBackend::connect(params, "orders")?)
+    ///     .handler("close-order", |_order: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("UPDATE orders SET state = 'paid' WHERE id = 42", &[])?;
+    /// pool.cancel_in(&mut tx, "order-42")?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn cancel_in<C: InTransaction>(&self, tx: &mut C, id: &str) -> Result<bool, DurableError> {
         let found = tx.cancel_id(&*self.inner.store, "cancel_in", id)?;
         Ok(found != Cancelled::NotFound)

@@ -45,6 +45,19 @@ pub enum PutMode {
 }
 
 /// What a `put` did.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurableQueue, MemoryBackend, Put};
+///
+/// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+/// assert!(matches!(queue.put("a", &1, Duration::from_secs(60))?, Put::Inserted { .. }));
+/// assert!(matches!(queue.put("a", &2, Duration::from_secs(60))?, Put::Replaced { .. }));
+/// assert_eq!(queue.put_if_absent("a", &3, Duration::from_secs(60))?, Put::Exists);
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Put {
     /// The id was new (or only dead-lettered); it is due at `deadline_ms`.
@@ -63,6 +76,20 @@ pub enum Put {
 
 impl Put {
     /// The new due time, unless nothing was written.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let now = queue.server_time_ms()?;
+    /// let put = queue.put("a", &1, Duration::from_secs(60))?;
+    /// assert!(put.deadline_ms().unwrap() >= now + 60_000);
+    /// assert_eq!(queue.put_if_absent("a", &2, Duration::ZERO)?.deadline_ms(), None);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn deadline_ms(&self) -> Option<u64> {
         match *self {
             Put::Inserted { deadline_ms } | Put::Replaced { deadline_ms } => Some(deadline_ms),
@@ -170,6 +197,19 @@ pub struct Stored {
 }
 
 /// Item counts of one queue.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurableQueue, MemoryBackend};
+///
+/// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+/// queue.put("a", &1, Duration::from_secs(60))?;
+/// let counts = queue.counts()?;
+/// assert_eq!((counts.pending, counts.in_flight, counts.dead), (1, 0, 0));
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
     /// Waiting for their due time (or due and not yet claimed).

@@ -91,37 +91,99 @@ pub enum DurableError {
 
 impl DurableError {
     /// True for [`DurableError::Unavailable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableError, ErrorDetail};
+    ///
+    /// let err = DurableError::Unavailable(ErrorDetail::new("no reply from the store within 2000 ms"));
+    /// assert!(err.is_unavailable()); // the put may have landed: repeat it or remove the id
+    /// ```
     pub fn is_unavailable(&self) -> bool {
         matches!(self, DurableError::Unavailable(_))
     }
 
     /// True for [`DurableError::Refused`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableError, ErrorDetail};
+    ///
+    /// let err = DurableError::Refused(ErrorDetail::new("OOM command not allowed"));
+    /// assert!(err.is_refused()); // nothing was written
+    /// ```
     pub fn is_refused(&self) -> bool {
         matches!(self, DurableError::Refused(_))
     }
 
     /// True for [`DurableError::LeaseLost`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::DurableError;
+    ///
+    /// assert!(DurableError::LeaseLost.is_lease_lost());
+    /// ```
     pub fn is_lease_lost(&self) -> bool {
         matches!(self, DurableError::LeaseLost)
     }
 
     /// True for [`DurableError::Format`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableError, ErrorDetail};
+    ///
+    /// let err = DurableError::Format(ErrorDetail::new("item \"a\": expected 8 bytes, found 2"));
+    /// assert!(err.is_format());
+    /// ```
     pub fn is_format(&self) -> bool {
         matches!(self, DurableError::Format(_))
     }
 
     /// True for [`DurableError::Config`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableError, ErrorDetail};
+    ///
+    /// let err = DurableError::Config(ErrorDetail::new("lease must be at least 3 ms"));
+    /// assert!(err.is_config());
+    /// ```
     pub fn is_config(&self) -> bool {
         matches!(self, DurableError::Config(_))
     }
 
     /// True for [`DurableError::Closed`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::DurableError;
+    ///
+    /// assert!(DurableError::Closed.is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         matches!(self, DurableError::Closed)
     }
 
     /// The detail of a kind that carries one (all but `LeaseLost` and
     /// `Closed`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableError, ErrorDetail};
+    ///
+    /// let err = DurableError::Refused(ErrorDetail::new("OOM command not allowed"));
+    /// assert!(err.detail().is_some_and(|d| d.contains("OOM")));
+    /// assert!(DurableError::LeaseLost.detail().is_none());
+    /// ```
     pub fn detail(&self) -> Option<&ErrorDetail> {
         match self {
             DurableError::Unavailable(d)
@@ -190,6 +252,16 @@ pub struct ErrorDetail {
 
 impl ErrorDetail {
     /// A detail with `message` and no underlying error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableError, ErrorDetail};
+    ///
+    /// // A custom backend reports a refusal:
+    /// let err = DurableError::Refused(ErrorDetail::new("quota exceeded"));
+    /// assert_eq!(err.to_string(), "durable store refused the command: quota exceeded");
+    /// ```
     pub fn new(message: impl Into<String>) -> Self {
         ErrorDetail {
             message: message.into(),
@@ -199,6 +271,21 @@ impl ErrorDetail {
 
     /// A detail with `message`, caused by `source` (any error, or a
     /// `String` describing one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::error::Error;
+    /// use schedpool::durable::{DurableError, ErrorDetail};
+    ///
+    /// let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+    /// let err = DurableError::Unavailable(ErrorDetail::with_source("sending a put: reset by peer", io));
+    /// let source = err.source().expect("kept");
+    /// assert_eq!(
+    ///     source.downcast_ref::<std::io::Error>().map(|e| e.kind()),
+    ///     Some(std::io::ErrorKind::ConnectionReset)
+    /// );
+    /// ```
     pub fn with_source(
         message: impl Into<String>,
         source: impl Into<Box<dyn Error + Send + Sync + 'static>>,
@@ -210,12 +297,30 @@ impl ErrorDetail {
     }
 
     /// The message.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::ErrorDetail;
+    ///
+    /// assert_eq!(ErrorDetail::new("quota exceeded").message(), "quota exceeded");
+    /// ```
     pub fn message(&self) -> &str {
         &self.message
     }
 
     /// The underlying error, if any: the same as the
     /// [`DurableError`]'s `source()`, with `Send + Sync`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::ErrorDetail;
+    ///
+    /// let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "slow");
+    /// assert!(ErrorDetail::with_source("slow", io).source().is_some());
+    /// assert!(ErrorDetail::new("no cause").source().is_none());
+    /// ```
     pub fn source(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
         self.source.as_deref()
     }

@@ -91,18 +91,50 @@ impl ServerOptions {
 macro_rules! server_setters {
     ($options:ident) => {
         /// Sets [`ServerOptions::connect_timeout`](crate::durable::ServerOptions::connect_timeout).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::time::Duration;
+        #[doc = concat!("use schedpool::durable::", stringify!($options), ";")]
+        ///
+        /// // A server across a slow link: wait longer for each connection.
+        #[doc = concat!("let o = ", stringify!($options), "::default().connect_timeout(Duration::from_secs(5));")]
+        /// assert_eq!(o.server.connect_timeout, Duration::from_secs(5));
+        /// ```
         pub fn connect_timeout(mut self, timeout: std::time::Duration) -> Self {
             self.server.connect_timeout = timeout;
             self
         }
 
         /// Sets [`ServerOptions::op_timeout`](crate::durable::ServerOptions::op_timeout).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::time::Duration;
+        #[doc = concat!("use schedpool::durable::", stringify!($options), ";")]
+        ///
+        /// // Fail fast: a request handler that schedules a timeout waits at most 500 ms.
+        #[doc = concat!("let o = ", stringify!($options), "::default().op_timeout(Duration::from_millis(500));")]
+        /// assert_eq!(o.server.op_timeout, Duration::from_millis(500));
+        /// ```
         pub fn op_timeout(mut self, timeout: std::time::Duration) -> Self {
             self.server.op_timeout = timeout;
             self
         }
 
         /// Sets [`ServerOptions::skew_warning`](crate::durable::ServerOptions::skew_warning).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::time::Duration;
+        #[doc = concat!("use schedpool::durable::", stringify!($options), ";")]
+        ///
+        #[doc = concat!("let o = ", stringify!($options), "::default().skew_warning(Duration::from_secs(30));")]
+        /// assert_eq!(o.server.skew_warning, Duration::from_secs(30));
+        /// ```
         pub fn skew_warning(mut self, skew: std::time::Duration) -> Self {
             self.server.skew_warning = skew;
             self
@@ -124,6 +156,15 @@ macro_rules! server_setters {
 
         /// Sets [`ServerOptions::ca_pem`](crate::durable::ServerOptions::ca_pem): the
         /// server's certificate must chain to one of these PEM certificates.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        #[doc = concat!("use schedpool::durable::", stringify!($options), ";")]
+        ///
+        /// let pem = b"-----BEGIN CERTIFICATE-----\n...".to_vec(); // your own CA
+        #[doc = concat!("assert!(", stringify!($options), "::default().ca_pem(pem).server.ca_pem.is_some());")]
+        /// ```
         pub fn ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
             self.server.ca_pem = Some(pem.into());
             self
@@ -154,6 +195,14 @@ macro_rules! server_setters {
         }
 
         /// Sets [`ServerOptions::require_tls`](crate::durable::ServerOptions::require_tls).
+        ///
+        /// # Examples
+        ///
+        /// ```
+        #[doc = concat!("use schedpool::durable::", stringify!($options), ";")]
+        ///
+        #[doc = concat!("assert!(", stringify!($options), "::default().require_tls(true).server.require_tls);")]
+        /// ```
         pub fn require_tls(mut self, require: bool) -> Self {
             self.server.require_tls = require;
             self

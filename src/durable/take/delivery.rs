@@ -27,6 +27,23 @@ use super::taker::Taken;
 /// to other consumers at once. If this process dies, the item comes back
 /// when its lease expires: delivery is at least once, so make the side
 /// effect conditional (see `docs/durable.md`).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurableQueue, MemoryBackend};
+///
+/// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+/// queue.put("order-42", &42, Duration::ZERO)?;
+/// let delivery = queue.take()?.expect("open");
+/// match close_order(*delivery.value()) {
+///     Ok(()) => delivery.ack()?,                               // done: removed
+///     Err(_) => delivery.nack(Duration::from_secs(10))?,       // retry in 10 s
+/// }
+/// # fn close_order(_: u64) -> Result<(), ()> { Ok(()) }
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 pub struct Delivery<T> {
     value: T,
     item: Meta,
@@ -74,16 +91,56 @@ impl<T> Delivery<T> {
     }
 
     /// The item's id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("order-42", &42, Duration::ZERO)?;
+    /// let delivery = queue.take()?.expect("open");
+    /// assert_eq!(delivery.id(), "order-42");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn id(&self) -> &str {
         &self.lease.cell.id
     }
 
     /// The value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("order-42", &42, Duration::ZERO)?;
+    /// assert_eq!(*queue.take()?.expect("open").value(), 42);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn value(&self) -> &T {
         &self.value
     }
 
     /// The value, mutably.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<String> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("mail-1", &" Bob@Example.com ".to_string(), Duration::ZERO)?;
+    /// let mut delivery = queue.take()?.expect("open");
+    /// let address = delivery.value_mut();
+    /// *address = address.trim().to_lowercase(); // a local copy: the store keeps its own
+    /// assert_eq!(delivery.value(), "bob@example.com");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn value_mut(&mut self) -> &mut T {
         &mut self.value
     }
@@ -91,38 +148,137 @@ impl<T> Delivery<T> {
     /// The fencing token of this claim: it grows with every claim and put
     /// of the queue. Record it with a side effect to make the effect
     /// conditional ("apply only if no higher token applied it").
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("order-42", &42, Duration::ZERO)?;
+    /// let first = queue.take()?.expect("open");
+    /// let token = first.token();
+    /// drop(first); // released unsettled: claimed again, with a higher token
+    /// let second = queue.take()?.expect("open");
+    /// assert!(second.token() > token);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn token(&self) -> u64 {
         self.lease.cell.token
     }
 
     /// Which claim of this item this is: 1 for the first delivery.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("sync-7", &7, Duration::ZERO)?;
+    /// let first = queue.take()?.expect("open");
+    /// assert_eq!(first.attempt(), 1);
+    /// first.nack(Duration::ZERO)?; // failed: retry at once
+    /// assert_eq!(queue.take()?.expect("open").attempt(), 2);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn attempt(&self) -> u32 {
         self.item.attempt
     }
 
     /// The kind it was put with (the pool's handler name; empty for items
     /// put through [`DurableQueue`](crate::durable::DurableQueue)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("a", &1, Duration::ZERO)?;
+    /// assert_eq!(queue.take()?.expect("open").kind(), "");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn kind(&self) -> &str {
         &self.kind
     }
 
     /// The scheduled time of this occurrence, by the store's clock. A retry
     /// or a redelivery keeps it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let put = queue.put("a", &1, Duration::ZERO)?;
+    /// let delivery = queue.take()?.expect("open");
+    /// assert_eq!(delivery.deadline(), UNIX_EPOCH + Duration::from_millis(put.deadline_ms().unwrap()));
+    /// assert!(delivery.claimed_at() >= delivery.deadline(), "never early");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn deadline(&self) -> SystemTime {
         ms_to_time(self.item.deadline_ms)
     }
 
     /// The store's clock when this claim was made.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+    /// queue.put("a", &1, Duration::from_secs(10))?;
+    /// clock.advance(Duration::from_secs(15));
+    /// let now_ms = queue.server_time_ms()?;
+    /// let delivery = queue.poll()?.expect("due");
+    /// assert_eq!(delivery.claimed_at(), UNIX_EPOCH + Duration::from_millis(now_ms));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn claimed_at(&self) -> SystemTime {
         ms_to_time(self.item.claimed_ms)
     }
 
     /// The scheduled time in the store's milliseconds since the Unix epoch.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let put = queue.put("a", &1, Duration::ZERO)?;
+    /// assert_eq!(Some(queue.take()?.expect("open").deadline_ms()), put.deadline_ms());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn deadline_ms(&self) -> u64 {
         self.item.deadline_ms
     }
 
     /// The claim time in the store's milliseconds since the Unix epoch.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("a", &1, Duration::ZERO)?;
+    /// let delivery = queue.take()?.expect("open");
+    /// assert!(delivery.claimed_ms() >= delivery.deadline_ms());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn claimed_ms(&self) -> u64 {
         self.item.claimed_ms
     }
@@ -130,12 +286,42 @@ impl<T> Delivery<T> {
     /// How late the claim was by the store's clock: claim time minus the
     /// time this delivery became due (the deadline, or a retry's backoff
     /// end). Never negative: nothing is claimed early.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+    /// queue.put("a", &1, Duration::from_secs(10))?;
+    /// clock.advance(Duration::from_secs(12)); // nobody polled for 2 s
+    /// assert_eq!(queue.poll()?.expect("due").lateness(), Duration::from_secs(2));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn lateness(&self) -> Duration {
         Duration::from_millis(self.item.claimed_ms.saturating_sub(self.item.due_ms))
     }
 
     /// True once the store refused to extend this lease: another holder may
     /// have the item, and [`ack`](Delivery::ack) will fail.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("a", &1, Duration::ZERO)?;
+    /// let delivery = queue.take()?.expect("open");
+    /// queue.remove("a")?; // cancelled meanwhile
+    /// assert!(delivery.extend(Duration::from_secs(60)).unwrap_err().is_lease_lost());
+    /// assert!(delivery.lease_lost());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn lease_lost(&self) -> bool {
         self.lease.cell.lost()
     }
@@ -156,6 +342,21 @@ impl<T> Delivery<T> {
     /// (its lease expired and another consumer claimed it, or it was
     /// cancelled or replaced); [`DurableError::Unavailable`] when the store
     /// cannot be reached (the item then comes back after its lease).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("order-42", &42, Duration::ZERO)?;
+    /// let delivery = queue.take()?.expect("open");
+    /// // ... close order 42, then:
+    /// delivery.ack()?;
+    /// assert!(queue.is_empty()?);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn ack(mut self) -> Result<(), DurableError> {
         self.settle(Verb::Ack).map(drop)
     }
@@ -166,6 +367,24 @@ impl<T> Delivery<T> {
     /// # Errors
     ///
     /// As for [`ack`](Delivery::ack).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+    /// queue.put("sms-9", &9, Duration::ZERO)?;
+    /// let delivery = queue.poll()?.expect("due");
+    /// delivery.nack(Duration::from_secs(30))?; // the gateway is down: retry in 30 s
+    /// assert!(queue.poll()?.is_none());
+    /// clock.advance(Duration::from_secs(30));
+    /// assert_eq!(queue.poll()?.expect("due again").attempt(), 2);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn nack(mut self, delay: Duration) -> Result<(), DurableError> {
         self.settle(Verb::Nack(Nack::Retry(delay))).map(drop)
     }
@@ -176,6 +395,20 @@ impl<T> Delivery<T> {
     /// # Errors
     ///
     /// As for [`ack`](Delivery::ack).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("poison", &0, Duration::ZERO)?;
+    /// queue.take()?.expect("open").dead_letter()?;
+    /// let dead = queue.dead_letters(10)?;
+    /// assert_eq!((dead[0].id.as_str(), dead[0].error.as_deref()), ("poison", None));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn dead_letter(mut self) -> Result<(), DurableError> {
         self.settle(Verb::Bury(None)).map(drop)
     }
@@ -220,6 +453,21 @@ impl<T> Delivery<T> {
     ///
     /// [`DurableError::LeaseLost`] when the item is no longer held;
     /// [`DurableError::Unavailable`] when the store cannot be reached.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("report", &1, Duration::ZERO)?;
+    /// let delivery = queue.take()?.expect("open");
+    /// // A long job: hold it 10 minutes per heartbeat instead of the default 30 s.
+    /// delivery.extend(Duration::from_secs(600))?;
+    /// delivery.ack()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn extend(&self, lease: Duration) -> Result<(), DurableError> {
         if self.lease_lost() {
             return Err(DurableError::LeaseLost);

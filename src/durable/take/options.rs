@@ -9,6 +9,22 @@ use std::time::Duration;
 use crate::durable::store::error::DurableError;
 
 /// Settings of a durable queue or pool.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurableQueue, MemoryBackend, QueueOptions};
+///
+/// let opts = QueueOptions {
+///     lease: Duration::from_secs(60),
+///     max_attempts: 5,
+///     ..QueueOptions::default()
+/// };
+/// let queue: DurableQueue<u64> = DurableQueue::with_options(MemoryBackend::new(), opts)?;
+/// assert_eq!(queue.options().lease, Duration::from_secs(60));
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueueOptions {
     /// How long a claim holds an item before another consumer may take it

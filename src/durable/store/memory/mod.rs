@@ -84,6 +84,21 @@ struct Inner {
 
 impl MemoryBackend {
     /// A backend on the real clock (`SystemTime`, in ms).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let store = MemoryBackend::new();
+    /// // Clones share the store, as processes share a Redis or PostgreSQL one.
+    /// let producer: DurableQueue<u64> = DurableQueue::new(store.clone());
+    /// let consumer: DurableQueue<u64> = DurableQueue::new(store);
+    /// producer.put("order-42", &42, Duration::ZERO)?;
+    /// assert_eq!(*consumer.take()?.expect("open").value(), 42);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn new() -> Self {
         Self::build(Clock::Real)
     }

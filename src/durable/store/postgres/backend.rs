@@ -91,6 +91,18 @@ impl PostgresBackend {
     /// # Errors
     ///
     /// As for [`connect_with`](Self::connect_with).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, PostgresBackend};
+    ///
+    /// let backend = PostgresBackend::connect("postgresql://app@127.0.0.1/shop", "orders")?;
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend);
+    /// queue.put("order-42", &42, Duration::from_secs(30 * 60))?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn connect(params: &str, queue: &str) -> Result<Self, DurableError> {
         Self::connect_with(params, queue, PostgresOptions::default())
     }
@@ -106,6 +118,21 @@ impl PostgresBackend {
     /// acknowledged writes ([`warnings`](Self::warnings));
     /// [`DurableError::Format`] when the schema was made by a newer version;
     /// [`DurableError::Unavailable`] when the server cannot be reached.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{PostgresBackend, PostgresOptions};
+    ///
+    /// let opts = PostgresOptions::default()
+    ///     .schema("jobs")
+    ///     .op_timeout(Duration::from_secs(5))
+    ///     .strict(true); // refuse a server that can lose acknowledged writes
+    /// // Bad input is refused before anything is sent:
+    /// let err = PostgresBackend::connect_with("host=127.0.0.1 user=app", "", opts).unwrap_err();
+    /// assert!(err.is_config());
+    /// ```
     pub fn connect_with(
         params: &str,
         queue: &str,
@@ -123,6 +150,24 @@ impl PostgresBackend {
     /// # Errors
     ///
     /// As for [`connect_with`](Self::connect_with).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{PostgresBackend, PostgresOptions};
+    ///
+    /// let mut config = postgres::Config::new();
+    /// config
+    ///     .host("127.0.0.1")
+    ///     .user("app")
+    ///     .password(std::env::var("PGPASSWORD").unwrap_or_default())
+    ///     .dbname("shop")
+    ///     .keepalives_idle(Duration::from_secs(30));
+    /// let backend = PostgresBackend::from_config(config, "orders", PostgresOptions::default())?;
+    /// assert_eq!(backend.queue(), "orders");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn from_config(
         config: Config,
         queue: &str,
@@ -171,16 +216,48 @@ impl PostgresBackend {
     /// The SQL that creates version 1 of the schema `schema` (including
     /// `CREATE SCHEMA`), for teams that migrate by hand; connect with
     /// `PostgresOptions::migrate(false)` then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::PostgresBackend;
+    ///
+    /// let sql = PostgresBackend::migration_sql("jobs");
+    /// assert!(sql.contains("CREATE SCHEMA"));
+    /// // Save it as a migration of your own, then connect with
+    /// // PostgresOptions::default().schema("jobs").migrate(false).
+    /// ```
     pub fn migration_sql(schema: &str) -> String {
         schema::migration_sql(schema)
     }
 
     /// The queue's name.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::PostgresBackend;
+    ///
+    /// let backend = PostgresBackend::connect("host=127.0.0.1 user=app dbname=shop", "orders")?;
+    /// assert_eq!((backend.queue(), backend.schema()), ("orders", "schedpool"));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn queue(&self) -> &str {
         &self.pg.queue
     }
 
     /// The schema's name.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::{PostgresBackend, PostgresOptions};
+    ///
+    /// let opts = PostgresOptions::default().schema("jobs");
+    /// let backend = PostgresBackend::connect_with("host=127.0.0.1 user=app dbname=shop", "orders", opts)?;
+    /// assert_eq!(backend.schema(), "jobs");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn schema(&self) -> &str {
         &self.pg.opts.schema
     }
@@ -191,6 +268,18 @@ impl PostgresBackend {
     /// logged at WARN. Empty when every check passed. With
     /// [`PostgresOptions::strict`] these are refused instead, so a strict
     /// backend's list is empty.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::PostgresBackend;
+    ///
+    /// let backend = PostgresBackend::connect("host=127.0.0.1 user=app dbname=shop", "orders")?;
+    /// for warning in backend.warnings() {
+    ///     eprintln!("durability: {warning}"); // e.g. synchronous_commit is off
+    /// }
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }

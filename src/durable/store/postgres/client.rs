@@ -86,12 +86,30 @@ impl PostgresOptions {
     server_setters!(PostgresOptions);
 
     /// Sets [`schema`](Self::schema).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::PostgresOptions;
+    ///
+    /// // Several queues share one schema; a second schema keeps two apps apart.
+    /// assert_eq!(PostgresOptions::default().schema("billing").schema, "billing");
+    /// ```
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
         self
     }
 
     /// Sets [`migrate`](Self::migrate).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::PostgresOptions;
+    ///
+    /// // The schema is applied by your own migrations (migration_sql).
+    /// assert!(!PostgresOptions::default().migrate(false).migrate);
+    /// ```
     pub fn migrate(mut self, migrate: bool) -> Self {
         self.migrate = migrate;
         self

@@ -56,6 +56,22 @@ impl PostgresBackend {
     ///
     /// The server's error, mapped as for the other verbs; the caller's
     /// transaction is then aborted and must be rolled back.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::{PostgresBackend, PutMode, When};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let backend = PostgresBackend::connect(params, "orders")?;
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// // Bytes a custom producer sealed itself (the typed verbs seal for you).
+    /// let envelope: &[u8] = b"...";
+    /// backend.put_in(&mut tx, "order-42", envelope, When::AtServerMs(1_900_000_000_000), PutMode::Replace)?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_in<C: GenericClient>(
         &self,
         tx: &mut C,
@@ -84,6 +100,22 @@ impl PostgresBackend {
     /// # Errors
     ///
     /// As for [`put_in`](Self::put_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::{Cancelled, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let backend = PostgresBackend::connect(params, "orders")?;
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// if backend.cancel_in(&mut tx, "order-42")? == Cancelled::NotFound {
+    ///     println!("no timeout to cancel");
+    /// }
+    /// tx.rollback()?; // changed our mind: the item stays
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn cancel_in<C: GenericClient>(
         &self,
         tx: &mut C,

@@ -32,6 +32,21 @@ const MAX_ACKS: usize = 100;
 /// Needs Redis ≥ 7.0 (or Valkey ≥ 7.2). At connect it checks the server's
 /// persistence and eviction settings and its clock (see
 /// [`RedisOptions`]), and records a format version in the queue's `cfg` key.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use schedpool::durable::{DurablePool, RedisBackend};
+///
+/// // Every process of the fleet connects to the same queue name.
+/// let backend = RedisBackend::connect("redis://127.0.0.1:6379/0", "orders")?;
+/// let pool = DurablePool::builder(backend)
+///     .handler("close-order", |_order: &u64, _job| Ok(()))
+///     .build()?;
+/// pool.schedule("close-order", "order-42", &42u64, Duration::from_secs(30 * 60))?;
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 pub struct RedisBackend {
     redis: RedisClient,
     /// The blocking connection and the cross-process wake-ups.
@@ -61,6 +76,18 @@ impl RedisBackend {
     /// # Errors
     ///
     /// As for [`connect_with`](Self::connect_with).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, RedisBackend};
+    ///
+    /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/0", "orders")?;
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend);
+    /// queue.put("order-42", &42, Duration::from_secs(30 * 60))?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn connect(url: &str, name: &str) -> Result<Self, DurableError> {
         Self::connect_with(url, name, RedisOptions::default())
     }
@@ -75,6 +102,20 @@ impl RedisBackend {
     /// settings; [`DurableError::Format`] when the queue was written by an
     /// incompatible version; [`DurableError::Unavailable`] when the server
     /// cannot be reached.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{RedisBackend, RedisOptions};
+    ///
+    /// let opts = RedisOptions::default()
+    ///     .strict(true) // refuse a server without AOF, or with eviction
+    ///     .op_timeout(Duration::from_secs(5));
+    /// // Bad input is refused before anything is sent:
+    /// let err = RedisBackend::connect_with("redis://127.0.0.1:6379/0", "a{b}", opts).unwrap_err();
+    /// assert!(err.is_config());
+    /// ```
     pub fn connect_with(url: &str, name: &str, opts: RedisOptions) -> Result<Self, DurableError> {
         let redis = RedisClient::open(url, name, opts)?;
         let warnings = redis.check_server().map_err(|e| match e {
@@ -105,6 +146,16 @@ impl RedisBackend {
     }
 
     /// The queue's name.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::RedisBackend;
+    ///
+    /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/0", "orders")?;
+    /// assert_eq!(backend.name(), "orders");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.redis.name
     }
@@ -114,12 +165,36 @@ impl RedisBackend {
     /// `maxmemory-policy`, ...): each was also logged at WARN. Empty when
     /// every check passed. With [`RedisOptions::strict`] these are refused
     /// instead, so a strict backend's list is empty.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::RedisBackend;
+    ///
+    /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/0", "orders")?;
+    /// for warning in backend.warnings() {
+    ///     eprintln!("durability: {warning}"); // e.g. appendonly is off
+    /// }
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }
 
     /// The Redis key of one part of this queue (`due`, `lease`, `data`,
     /// `meta`, `wake`, `dead` or `cfg`), for inspection and tests.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::RedisBackend;
+    ///
+    /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/0", "orders")?;
+    /// // `redis-cli ZCARD <key>`: how many items are pending.
+    /// println!("{:?}", backend.key("due"));
+    /// assert_eq!(backend.key("nonsense"), None);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn key(&self, part: &str) -> Option<&str> {
         self.redis.key(part)
     }

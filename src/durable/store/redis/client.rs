@@ -64,6 +64,17 @@ impl RedisOptions {
     server_setters!(RedisOptions);
 
     /// Sets [`replicas`](Self::replicas).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::RedisOptions;
+    ///
+    /// // Each put waits until one replica has it, at most 100 ms.
+    /// let opts = RedisOptions::default().replicas(1, Duration::from_millis(100));
+    /// assert_eq!(opts.replicas, Some((1, Duration::from_millis(100))));
+    /// ```
     pub fn replicas(mut self, n: u32, timeout: Duration) -> Self {
         self.replicas = Some((n, timeout));
         self
