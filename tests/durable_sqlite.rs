@@ -526,3 +526,50 @@ fn a_schema_of_a_newer_version_is_refused() {
         "{err:?}"
     );
 }
+
+#[test]
+fn foreign_truncated_or_corrupt_bytes_are_dead_lettered_and_block_nothing() {
+    watchdog(Duration::from_secs(60), || {
+        let db = TempDb::new("bytes");
+        let q: DurableQueue<String> = DurableQueue::with_options(
+            SqliteBackend::open(&db.path, "bytes").unwrap(),
+            opts(Duration::from_secs(30)),
+        )
+        .unwrap();
+        let raw = SqliteBackend::open(&db.path, "bytes").unwrap();
+        let now = When::After(Duration::ZERO);
+        raw.put("a-foreign", &[9, 9, 9], now, PutMode::Replace)
+            .unwrap();
+        raw.put("b-truncated", &[1, 200], now, PutMode::Replace)
+            .unwrap();
+        raw.put("c-empty", &[], now, PutMode::Replace).unwrap();
+        q.put("d-good", &"fine".into(), Duration::ZERO).unwrap();
+        // Bytes changed behind the backend's back: not UTF-8 for a String.
+        q.put("e-bad-utf8", &"x".into(), Duration::ZERO).unwrap();
+        rusqlite::Connection::open(&db.path)
+            .unwrap()
+            .execute(
+                "UPDATE schedpool_items SET envelope = x'010000ff' WHERE id = 'e-bad-utf8'",
+                [],
+            )
+            .unwrap();
+        let d = q
+            .poll_timeout(Duration::from_secs(5))
+            .unwrap()
+            .expect("the good one");
+        assert_eq!(d.id(), "d-good");
+        d.ack().unwrap();
+        assert!(q
+            .poll_timeout(Duration::from_millis(300))
+            .unwrap()
+            .is_none());
+        let dead = q.dead_letters(10).unwrap();
+        assert!(dead.iter().all(|d| d.value.is_err()));
+        assert_eq!(
+            dead.len(),
+            4,
+            "{:?}",
+            dead.iter().map(|d| &d.id).collect::<Vec<_>>()
+        );
+    });
+}
