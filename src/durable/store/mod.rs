@@ -20,8 +20,14 @@
 //!    to any type outside it (it implements `InTransaction` for its
 //!    client's types).
 //!
+//! 5. `aio` (feature `tokio`): the store as async code calls it, over the
+//!    stores' async clients (`redis/aio.rs`, `postgres/aio.rs`), directly
+//!    (memory), or through the runtime's blocking pool (any other).
+//!
 //! Nothing here knows of takers, leases, queues or pools.
 
+#[cfg(feature = "tokio")]
+pub(crate) mod aio;
 pub(crate) mod backend;
 pub(crate) mod contained;
 pub(crate) mod dead_record;

@@ -39,6 +39,30 @@ impl Connector {
     }
 }
 
+#[cfg(feature = "tokio")]
+impl Connector {
+    /// An async connection (the async client's): its connection task is
+    /// spawned on the current tokio runtime.
+    pub(super) async fn connect_async(
+        &self,
+        config: &tokio_postgres::Config,
+    ) -> Result<tokio_postgres::Client, postgres::Error> {
+        match self {
+            Connector::Plain => {
+                let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
+                drop(tokio::spawn(connection));
+                Ok(client)
+            }
+            #[cfg(feature = "postgres-tls")]
+            Connector::Rustls(tls) => {
+                let (client, connection) = config.connect(tls.clone()).await?;
+                drop(tokio::spawn(connection));
+                Ok(client)
+            }
+        }
+    }
+}
+
 #[cfg(feature = "postgres-tls")]
 fn rustls_connector(ca_pem: Option<&[u8]>) -> Result<Connector, DurableError> {
     use rustls::pki_types::pem::PemObject;

@@ -116,6 +116,18 @@ impl RedisClient {
                 .into(),
             ));
         }
+        if tls && cfg!(not(feature = "redis-tls")) {
+            // The redis crate may have TLS compiled in (feature `tokio`
+            // needs it), but without `redis-tls` no crypto provider is set
+            // up: refuse here, never a panic at the first connection.
+            return Err(DurableError::Config(
+                format!(
+                    "{} is a rediss:// address, but schedpool was built without feature redis-tls",
+                    info.addr()
+                )
+                .into(),
+            ));
+        }
         // No CLIENT SETINFO handshake: redis-rs waits for its replies with
         // the connect timeout each, so a hung server would hold every new
         // connection for twice the connect timeout (F9).
@@ -141,6 +153,12 @@ impl RedisClient {
             tls,
             idle: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The client connections are made from (the async client's too).
+    #[cfg(feature = "tokio")]
+    pub(super) fn client(&self) -> &redis::Client {
+        &self.client
     }
 
     /// The key of one part of the queue.
@@ -336,7 +354,7 @@ pub(super) fn arg<T: redis::ToRedisArgs>(value: T) -> Vec<Vec<u8>> {
 /// A connection the server or the TLS layer refused for who we are (a
 /// wrong or missing password or user, a certificate that does not chain to
 /// the CA): retrying cannot cure it.
-fn refused_to_connect(err: &RedisError) -> bool {
+pub(super) fn refused_to_connect(err: &RedisError) -> bool {
     refused_credentials(err) || err.to_string().contains("invalid peer certificate")
 }
 
@@ -348,7 +366,7 @@ fn refused_credentials(err: &RedisError) -> bool {
 
 /// The [`DurableError::Config`] of a connection refused for who we are:
 /// "authentication: ..." for credentials, the TLS layer's reason otherwise.
-fn refused(err: RedisError) -> DurableError {
+pub(super) fn refused(err: RedisError) -> DurableError {
     if refused_credentials(&err) {
         let text = format!("authentication: {err}");
         return DurableError::Config(ErrorDetail::with_source(text, err));
@@ -356,7 +374,7 @@ fn refused(err: RedisError) -> DurableError {
     DurableError::Config(detail(err))
 }
 
-fn is_transient(err: &RedisError) -> bool {
+pub(super) fn is_transient(err: &RedisError) -> bool {
     err.is_io_error()
         || err.is_timeout()
         || err.is_connection_dropped()
@@ -391,6 +409,6 @@ pub(super) fn bad_reply(v: &Value) -> DurableError {
 
 /// The detail of a client or server error: its text, and the error itself
 /// as the source.
-fn detail(err: RedisError) -> ErrorDetail {
+pub(super) fn detail(err: RedisError) -> ErrorDetail {
     ErrorDetail::with_source(err.to_string(), err)
 }
