@@ -1,9 +1,10 @@
-//! PostgreSQL beside Redis in one run, for the throughput table of
+//! SQLite, PostgreSQL and Redis in one run, for the throughput table of
 //! `docs/durable.md`: with `--pending N` far-future items preloaded (default
 //! 1,000,000), on each backend in turn:
 //!
 //! 1. `put` (a new id, due in 1 h) from one thread;
-//! 2. `put` in the caller's transaction, one commit each (PostgreSQL only);
+//! 2. `put` in the caller's transaction, one commit each (SQLite and
+//!    PostgreSQL);
 //! 3. cancel (`DurablePool::cancel`) of a preloaded id;
 //! 4. claim + run + ack of `--jobs` no-op jobs (default `--ops`) by a
 //!    `DurablePool` with its default settings (threads = cores, default
@@ -20,33 +21,39 @@
 //!
 //! Each store runs on loopback in a temp dir, started by this example
 //! (redis-server with AOF everysec; PostgreSQL with `fsync=off`, as the
-//! tests run it: its numbers are an upper bound for a durable setup).
+//! tests run it: its numbers are an upper bound for a durable setup;
+//! SQLite in a file with the backend's defaults, `synchronous=FULL`, so
+//! every commit is synced to the disk: `examples/bench_parts/sqlite.rs`).
 //! `--rounds R` repeats the whole run R times, alternating which backend
 //! goes first, and prints each round and the medians.
 //!
-//! Run: `cargo run --release --features redis,postgres --example durable_bench_pool`
-//! (`-- --pending N --ops M --jobs J --wakes K --rounds R`; `--only redis` or
-//! `--only postgres` runs one backend, without the table).
+//! Run: `cargo run --release --features redis,postgres,sqlite --example durable_bench_pool`
+//! (`-- --pending N --ops M --jobs J --wakes K --rounds R`; `--only sqlite`,
+//! `--only redis` or `--only postgres` runs one backend, without the table).
 
-#[cfg(not(all(feature = "redis", feature = "postgres")))]
+#[cfg(not(all(feature = "redis", feature = "postgres", feature = "sqlite")))]
 fn main() {
-    eprintln!("durable_bench_pool needs the redis and postgres features");
+    eprintln!("durable_bench_pool needs the redis, postgres and sqlite features");
     std::process::exit(2);
 }
 
-#[cfg(all(feature = "redis", feature = "postgres"))]
+#[cfg(all(feature = "redis", feature = "postgres", feature = "sqlite"))]
 mod redis_server;
 
-#[cfg(all(feature = "redis", feature = "postgres"))]
+#[cfg(all(feature = "redis", feature = "postgres", feature = "sqlite"))]
 #[path = "../tests/postgres_support/mod.rs"]
 mod postgres_support;
 
-#[cfg(all(feature = "redis", feature = "postgres"))]
+#[cfg(all(feature = "redis", feature = "postgres", feature = "sqlite"))]
+#[path = "bench_parts/sqlite.rs"]
+mod sqlite_part;
+
+#[cfg(all(feature = "redis", feature = "postgres", feature = "sqlite"))]
 fn main() {
     bench::main();
 }
 
-#[cfg(all(feature = "redis", feature = "postgres"))]
+#[cfg(all(feature = "redis", feature = "postgres", feature = "sqlite"))]
 mod bench {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
@@ -57,7 +64,7 @@ mod bench {
     use super::postgres_support::Postgres;
     use super::redis_server::RedisServer;
 
-    const FAR: Duration = Duration::from_secs(3600);
+    pub const FAR: Duration = Duration::from_secs(3600);
 
     fn arg(name: &str, default: usize) -> usize {
         let args: Vec<String> = std::env::args().collect();
@@ -68,37 +75,37 @@ mod bench {
             .unwrap_or(default)
     }
 
-    fn rate(n: usize, d: Duration) -> f64 {
+    pub fn rate(n: usize, d: Duration) -> f64 {
         n as f64 / d.as_secs_f64()
     }
 
-    struct Results {
+    pub struct Results {
         /// Redis only: the server's CPU µs a job while the jobs ran.
-        server_us: Option<f64>,
-        put: f64,
-        put_tx: Option<f64>,
-        cancel: f64,
-        run: f64,
-        idle: (Duration, Duration),
-        busy: (Duration, Duration),
+        pub server_us: Option<f64>,
+        pub put: f64,
+        pub put_tx: Option<f64>,
+        pub cancel: f64,
+        pub run: f64,
+        pub idle: (Duration, Duration),
+        pub busy: (Duration, Duration),
         /// Every wake-up sample, idle then busy.
-        samples: (Vec<Duration>, Vec<Duration>),
-        busy_rate: f64,
+        pub samples: (Vec<Duration>, Vec<Duration>),
+        pub busy_rate: f64,
     }
 
     /// The pool's part of a run.
-    struct PoolResults {
-        cancel: f64,
-        run: f64,
-        idle: (Duration, Duration),
-        busy: (Duration, Duration),
+    pub struct PoolResults {
+        pub cancel: f64,
+        pub run: f64,
+        pub idle: (Duration, Duration),
+        pub busy: (Duration, Duration),
         /// Every wake-up sample, idle then busy.
-        samples: (Vec<Duration>, Vec<Duration>),
-        busy_rate: f64,
+        pub samples: (Vec<Duration>, Vec<Duration>),
+        pub busy_rate: f64,
     }
 
     /// This machine's clock in ms since the Unix epoch.
-    fn now_ms() -> u64 {
+    pub fn now_ms() -> u64 {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -133,7 +140,7 @@ mod bench {
     /// The pool part, the same on both stores; `make_due` makes the ids
     /// `run-0..jobs` due now in the store, and `after_run` is called when
     /// they have all run.
-    fn pool_part(
+    pub fn pool_part(
         backend: impl DurableBackend,
         jobs: usize,
         wakes: usize,
@@ -220,7 +227,7 @@ mod bench {
         }
     }
 
-    fn envelope_of_u64(kind: &str, n: u64) -> Vec<u8> {
+    pub fn envelope_of_u64(kind: &str, n: u64) -> Vec<u8> {
         // A placeholder: preloaded items are only cancelled, never
         // decoded (1M puts through the pool would take minutes on
         // PostgreSQL, so they are written by the store directly).
@@ -387,7 +394,7 @@ mod bench {
         v[v.len() / 2]
     }
 
-    fn table(pending: usize, pg: &[Results], rd: &[Results]) {
+    fn table(pending: usize, sq: &[Results], pg: &[Results], rd: &[Results]) {
         let m = |rs: &[Results], f: &dyn Fn(&Results) -> f64| median(rs.iter().map(f).collect());
         let ms = |d: Duration| format!("{} ms", d.as_millis());
         let each = |rs: &[Results], f: &dyn Fn(&Results) -> Duration| {
@@ -397,24 +404,28 @@ mod bench {
                 .join(", ")
                 + " ms"
         };
-        println!("| operation at {pending} pending | PostgreSQL | Redis |");
-        println!("|---|---:|---:|");
+        println!("| operation at {pending} pending | SQLite | PostgreSQL | Redis |");
+        println!("|---|---:|---:|---:|");
         println!(
-            "| put, 1 thread (ops/s) | {:.0} | {:.0} |",
+            "| put, 1 thread (ops/s) | {:.0} | {:.0} | {:.0} |",
+            m(sq, &|r| r.put),
             m(pg, &|r| r.put),
             m(rd, &|r| r.put)
         );
         println!(
-            "| put in the caller's transaction, 1 commit each (ops/s) | {:.0} | n/a |",
+            "| put in the caller's transaction, 1 commit each (ops/s) | {:.0} | {:.0} | n/a |",
+            m(sq, &|r| r.put_tx.unwrap_or(0.0)),
             m(pg, &|r| r.put_tx.unwrap_or(0.0))
         );
         println!(
-            "| cancel, 1 thread (ops/s) | {:.0} | {:.0} |",
+            "| cancel, 1 thread (ops/s) | {:.0} | {:.0} | {:.0} |",
+            m(sq, &|r| r.cancel),
             m(pg, &|r| r.cancel),
             m(rd, &|r| r.cancel)
         );
         println!(
-            "| claim + run + ack, pool defaults (jobs/s) | {:.0} | {:.0} |",
+            "| claim + run + ack, pool defaults (jobs/s) | {:.0} | {:.0} | {:.0} |",
+            m(sq, &|r| r.run),
             m(pg, &|r| r.run),
             m(rd, &|r| r.run)
         );
@@ -429,24 +440,29 @@ mod bench {
             format!("{} / {} (of {})", ms(p50), ms(p99), all.len())
         };
         println!(
-            "| wake-up, idle pool, p50 / p99, all rounds' samples | {} | {} |",
+            "| wake-up, idle pool, p50 / p99, all rounds' samples | {} | {} | {} |",
+            pooled(sq, false),
             pooled(pg, false),
             pooled(rd, false)
         );
         println!(
-            "| wake-up, busy pool, p50 / p99, all rounds' samples | {} | {} |",
+            "| wake-up, busy pool, p50 / p99, all rounds' samples | {} | {} | {} |",
+            pooled(sq, true),
             pooled(pg, true),
             pooled(rd, true)
         );
         println!(
-            "| wake-up p99 of each round, idle; busy | {}; {} | {}; {} |",
+            "| wake-up p99 of each round, idle; busy | {}; {} | {}; {} | {}; {} |",
+            each(sq, &|r| r.idle.1),
+            each(sq, &|r| r.busy.1),
             each(pg, &|r| r.idle.1),
             each(pg, &|r| r.busy.1),
             each(rd, &|r| r.idle.1),
             each(rd, &|r| r.busy.1)
         );
         println!(
-            "| busy pool's load (jobs/s put) | {:.0} | {:.0} |",
+            "| busy pool's load (jobs/s put) | {:.0} | {:.0} | {:.0} |",
+            m(sq, &|r| r.busy_rate),
             m(pg, &|r| r.busy_rate),
             m(rd, &|r| r.busy_rate)
         );
@@ -469,23 +485,20 @@ mod bench {
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default();
-        let (mut pg, mut rd) = (Vec::new(), Vec::new());
+        let (mut sq, mut pg, mut rd) = (Vec::new(), Vec::new(), Vec::new());
+        let names = ["sqlite", "postgres", "redis"];
         for round in 0..rounds {
-            let order: [bool; 2] = if round % 2 == 0 {
-                [true, false]
-            } else {
-                [false, true]
-            };
-            for is_pg in order {
-                if only.as_deref().is_some_and(|o| (o == "postgres") != is_pg) {
+            // A different backend first each round.
+            for k in 0..3 {
+                let name = names[(round + k) % 3];
+                if only.as_deref().is_some_and(|o| o != name) {
                     continue;
                 }
-                let (name, at, load_before) =
-                    (if is_pg { "postgres" } else { "redis" }, utc_now(), load());
-                let r = if is_pg {
-                    postgres(pending, ops, jobs, wakes)
-                } else {
-                    redis(pending, ops, jobs, wakes)
+                let (at, load_before) = (utc_now(), load());
+                let r = match name {
+                    "sqlite" => super::sqlite_part::sqlite(pending, ops, jobs, wakes),
+                    "postgres" => postgres(pending, ops, jobs, wakes),
+                    _ => redis(pending, ops, jobs, wakes),
                 };
                 eprintln!(
                     "round {} {name} {at}-{} UTC (load {load_before} -> {}): put {:.0}, cancel {:.0}, \
@@ -504,10 +517,10 @@ mod bench {
                     r.busy.1,
                     r.busy_rate
                 );
-                if is_pg {
-                    pg.push(r)
-                } else {
-                    rd.push(r)
+                match name {
+                    "sqlite" => sq.push(r),
+                    "postgres" => pg.push(r),
+                    _ => rd.push(r),
                 }
             }
         }
@@ -515,10 +528,10 @@ mod bench {
             "started {started}; {pending} pending, {ops} ops, {jobs} jobs, {wakes} wake-ups, \
              {rounds} round(s), medians:"
         );
-        if pg.is_empty() || rd.is_empty() {
+        if sq.is_empty() || pg.is_empty() || rd.is_empty() {
             // One backend only: its rounds above are the result.
             return;
         }
-        table(pending, &pg, &rd);
+        table(pending, &sq, &pg, &rd);
     }
 }

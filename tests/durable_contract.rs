@@ -1,5 +1,6 @@
 //! The `DurableBackend` contract, checked on every backend: the in-memory
-//! one always, the Redis one (a real redis-server) with `--features redis`,
+//! one always, the SQLite one (a file in a temp dir) with `--features
+//! sqlite`, the Redis one (a real redis-server) with `--features redis`,
 //! the PostgreSQL one (a private cluster) with `--features postgres`.
 //! Users test against the in-memory backend, so it must behave as the
 //! stores do. Most cases take one handle; a `pair` case takes two handles
@@ -9,6 +10,8 @@
 mod postgres_support;
 #[cfg(feature = "redis")]
 mod redis_support;
+#[cfg(feature = "sqlite")]
+mod sqlite_support;
 
 use schedpool::calendar::Schedule;
 use schedpool::durable::{
@@ -756,6 +759,15 @@ mod calendar {
         });
     }
 
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn sqlite() {
+        let db = super::sqlite_support::TempDb::new("calendar");
+        super::calendar_once_per_fleet(|| {
+            schedpool::durable::SqliteBackend::open(&db.path, "contract").unwrap()
+        });
+    }
+
     #[cfg(feature = "postgres")]
     #[test]
     fn postgres() {
@@ -813,6 +825,17 @@ macro_rules! contract {
                 Redis::start(),
                 |server| RedisBackend::connect(&server.url(), "contract").unwrap(),
                 |_first| RedisBackend::connect(&server.url(), "contract").unwrap();
+                $($cases)*
+            );
+        }
+        #[cfg(feature = "sqlite")]
+        mod sqlite {
+            use super::sqlite_support::TempDb;
+            use schedpool::durable::SqliteBackend;
+            contract_on!(
+                TempDb::new("contract"),
+                |db| SqliteBackend::open(&db.path, "contract").unwrap(),
+                |_first| SqliteBackend::open(&db.path, "contract").unwrap();
                 $($cases)*
             );
         }

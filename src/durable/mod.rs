@@ -12,6 +12,10 @@
 //!
 //! Backends:
 //!
+//! - `SqliteBackend` (feature `sqlite`): one file shared by the processes
+//!   of one host, no server: WAL, `BEGIN IMMEDIATE` claims, wake-ups at
+//!   once in a process and within milliseconds across processes, puts and
+//!   cancels that can join the caller's `rusqlite` transaction.
 //! - [`MemoryBackend`]: in this process, on the real clock or a
 //!   [`ManualClock`](crate::ManualClock), so "the order closes after 30
 //!   minutes" is testable in microseconds without a server.
@@ -24,9 +28,8 @@
 //!   server time only, and puts and cancels that can join the caller's
 //!   transaction (`DurablePool::schedule_in`, `cancel_in`).
 //!
-//! Guarantees (each tested against a real `redis-server` and a real
-//! PostgreSQL, see
-//! `docs/durable.md`): never early by the store's clock; at least once;
+//! Guarantees (each tested on SQLite files and against a real
+//! `redis-server` and a real PostgreSQL, see `docs/durable.md`): never early by the store's clock; at least once;
 //! a killed consumer's items come back after its lease; a stalled holder is
 //! fenced (its ack fails with [`DurableError::LeaseLost`]); cancel by id is
 //! O(log n).
@@ -73,6 +76,12 @@ pub use self::store::postgres::{PostgresBackend, PostgresOptions};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use self::store::redis::{RedisBackend, RedisOptions};
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
+pub use self::store::sqlite::{SqliteBackend, SqliteOptions, Synchronous};
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "postgres", feature = "sqlite"))))]
+pub use self::store::tx::InTransaction;
 pub use dead_letters::DeadLetter;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]

@@ -16,6 +16,8 @@ use super::store::backend::{Cancelled, Counts, DurableBackend, Put, PutMode, Whe
 use super::store::contained::Store;
 use super::store::envelope::{self, IdGen, Payload};
 use super::store::error::DurableError;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+use super::store::tx::InTransaction;
 use super::take::delivery::{ms_to_time, Delivery};
 use super::take::options::QueueOptions;
 use super::take::settle::{self, Verb};
@@ -783,18 +785,21 @@ impl<T: Payload> DurableQueue<T> {
     }
 }
 
-// ===== impl DurableQueue (feature postgres) =====
+// ===== impl DurableQueue (features postgres, sqlite) =====
 
-#[cfg(feature = "postgres")]
-#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "postgres", feature = "sqlite"))))]
 impl<T: Payload> DurableQueue<T> {
-    /// [`put`](Self::put) in the caller's transaction `tx` (feature
-    /// `postgres`): the item exists only if `tx` commits.
+    /// [`put`](Self::put) in the caller's transaction `tx` (a
+    /// `postgres::Transaction` on PostgreSQL, a `rusqlite::Transaction` on
+    /// the queue's SQLite file; see [`InTransaction`]): the item exists
+    /// only if `tx` commits.
     ///
     /// # Errors
     ///
-    /// [`DurableError::Config`] when this queue is not on a
-    /// [`PostgresBackend`](super::PostgresBackend); otherwise as for [`PostgresBackend::put_in`](super::PostgresBackend::put_in).
+    /// [`DurableError::Config`] when `tx` is not on this queue's store;
+    /// otherwise the store's error, after which the caller's transaction
+    /// may be aborted and must be rolled back.
     ///
     /// # Examples
     ///
@@ -811,7 +816,7 @@ impl<T: Payload> DurableQueue<T> {
     /// tx.commit()?; // the order and its timeout, or neither
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
-    pub fn put_in<C: postgres::GenericClient>(
+    pub fn put_in<C: InTransaction>(
         &self,
         tx: &mut C,
         id: &str,
@@ -819,8 +824,9 @@ impl<T: Payload> DurableQueue<T> {
         delay: Duration,
     ) -> Result<Put, DurableError> {
         let sealed = Self::seal(id, value)?;
-        super::store::postgres::PostgresBackend::of(&*self.store, "put_in")?.put_in(
-            tx,
+        tx.put_envelope(
+            &*self.store,
+            "put_in",
             id,
             &sealed,
             When::After(delay),
@@ -848,7 +854,7 @@ impl<T: Payload> DurableQueue<T> {
     /// tx.commit()?;
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
-    pub fn put_if_absent_in<C: postgres::GenericClient>(
+    pub fn put_if_absent_in<C: InTransaction>(
         &self,
         tx: &mut C,
         id: &str,
@@ -856,8 +862,9 @@ impl<T: Payload> DurableQueue<T> {
         delay: Duration,
     ) -> Result<Put, DurableError> {
         let sealed = Self::seal(id, value)?;
-        super::store::postgres::PostgresBackend::of(&*self.store, "put_if_absent_in")?.put_in(
-            tx,
+        tx.put_envelope(
+            &*self.store,
+            "put_if_absent_in",
             id,
             &sealed,
             When::After(delay),
@@ -887,13 +894,12 @@ impl<T: Payload> DurableQueue<T> {
     /// assert!(matches!(removed, Removed::Pending(42) | Removed::InFlight | Removed::NotFound));
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
-    pub fn remove_in<C: postgres::GenericClient>(
+    pub fn remove_in<C: InTransaction>(
         &self,
         tx: &mut C,
         id: &str,
     ) -> Result<Removed<T>, DurableError> {
-        let found = super::store::postgres::PostgresBackend::of(&*self.store, "remove_in")?
-            .cancel_in(tx, id)?;
+        let found = tx.cancel_id(&*self.store, "remove_in", id)?;
         Self::removed(id, found)
     }
 }

@@ -48,5 +48,5 @@ mod metrics;
 pub(crate) mod misfire;
 mod runner;
 mod shared;
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod tx;

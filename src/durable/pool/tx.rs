@@ -1,31 +1,29 @@
-//! `DurablePool`'s verbs in the caller's own PostgreSQL transaction
-//! (feature `postgres`): "insert the order and its timeout" commits or
+//! `DurablePool`'s verbs in the caller's own transaction (features
+//! `postgres`, `sqlite`): "insert the order and its timeout" commits or
 //! rolls back as one. An impl block of `DurablePool`'s; the statements are
-//! the backend's (`store/postgres/tx.rs`), reached through
-//! [`PostgresBackend::of`].
+//! the store's, reached through the caller's [`InTransaction`].
 
 use std::time::Duration;
-
-use postgres::GenericClient;
 
 use super::durable_pool::DurablePool;
 use crate::durable::store::backend::{Cancelled, Put, PutMode, When};
 use crate::durable::store::envelope::Payload;
 use crate::durable::store::error::DurableError;
-use crate::durable::store::postgres::PostgresBackend;
+use crate::durable::store::tx::InTransaction;
 
-// ===== impl DurablePool (feature postgres) =====
+// ===== impl DurablePool (features postgres, sqlite) =====
 
-#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "postgres", feature = "sqlite"))))]
 impl DurablePool {
     /// [`schedule`](Self::schedule) in the caller's transaction `tx`
-    /// (feature `postgres`): "insert the order and its timeout" commits or
+    /// (see [`InTransaction`]): "insert the order and its timeout" commits or
     /// rolls back as one, and a rolled-back schedule never runs.
     ///
     /// # Errors
     ///
     /// As for [`schedule`](Self::schedule); [`DurableError::Config`] when
-    /// the pool is not on a [`PostgresBackend`].
+    /// `tx` is not on the pool's store (a `postgres` transaction for a pool
+    /// on PostgreSQL, a `rusqlite` one on the pool's SQLite file).
     ///
     /// # Examples
     ///
@@ -44,7 +42,7 @@ impl DurablePool {
     /// tx.commit()?;
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
-    pub fn schedule_in<T: Payload, C: GenericClient>(
+    pub fn schedule_in<T: Payload, C: InTransaction>(
         &self,
         tx: &mut C,
         kind: &str,
@@ -78,7 +76,7 @@ impl DurablePool {
     /// tx.commit()?;
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
-    pub fn schedule_if_absent_in<T: Payload, C: GenericClient>(
+    pub fn schedule_if_absent_in<T: Payload, C: InTransaction>(
         &self,
         tx: &mut C,
         kind: &str,
@@ -100,7 +98,7 @@ impl DurablePool {
     /// The two schedules in the caller's transaction, by `mode`; `verb`
     /// names the caller in the error for a pool not on PostgreSQL.
     #[allow(clippy::too_many_arguments)]
-    fn put_in_tx<T: Payload, C: GenericClient>(
+    fn put_in_tx<T: Payload, C: InTransaction>(
         &self,
         tx: &mut C,
         kind: &str,
@@ -111,8 +109,9 @@ impl DurablePool {
         verb: &'static str,
     ) -> Result<Put, DurableError> {
         let sealed = self.seal(kind, id, value, None)?;
-        PostgresBackend::of(&*self.inner.store, verb)?.put_in(
-            tx,
+        tx.put_envelope(
+            &*self.inner.store,
+            verb,
             id,
             &sealed,
             When::After(delay),
@@ -143,8 +142,8 @@ impl DurablePool {
     /// tx.commit()?;
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
-    pub fn cancel_in<C: GenericClient>(&self, tx: &mut C, id: &str) -> Result<bool, DurableError> {
-        let found = PostgresBackend::of(&*self.inner.store, "cancel_in")?.cancel_in(tx, id)?;
+    pub fn cancel_in<C: InTransaction>(&self, tx: &mut C, id: &str) -> Result<bool, DurableError> {
+        let found = tx.cancel_id(&*self.inner.store, "cancel_in", id)?;
         Ok(found != Cancelled::NotFound)
     }
 }

@@ -239,10 +239,10 @@ pub struct Buried {
 
 /// The storage of a durable queue.
 ///
-/// Three implementations ship: [`MemoryBackend`](crate::durable::MemoryBackend)
+/// Four implementations ship: [`MemoryBackend`](crate::durable::MemoryBackend)
 /// (always available; follows a [`ManualClock`](crate::ManualClock) for
-/// tests), `RedisBackend` (feature `redis`) and `PostgresBackend` (feature
-/// `postgres`).
+/// tests), `SqliteBackend` (feature `sqlite`), `RedisBackend` (feature
+/// `redis`) and `PostgresBackend` (feature `postgres`).
 ///
 /// A panic in a method of your own implementation does not reach the
 /// pool's threads: the queue and the pool call every method with the panic

@@ -51,7 +51,8 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DurableError {
-    /// The store could not be reached or did not answer in time. The
+    /// The store could not be reached or did not answer in time (within
+    /// the store's `op_timeout`, or `connect_timeout` for a connect). The
     /// operation may or may not have happened; the idempotent ones are safe
     /// to repeat. Also a panic in the backend's own code (a
     /// [`DurableBackend`](crate::durable::DurableBackend) is user code): the queue
@@ -68,9 +69,21 @@ pub enum DurableError {
     /// A stored item or queue uses a format this version cannot read, or a
     /// payload did not decode.
     Format(ErrorDetail),
-    /// The server's configuration failed a check in strict mode (no AOF, an
-    /// evicting `maxmemory-policy`, a Redis older than 7.0), or an argument
-    /// was invalid.
+    /// Configuration or authentication: the store refused who we are (a
+    /// wrong or missing password or user, a role without a right the
+    /// backend needs, a certificate that does not chain to the CA), the
+    /// server's configuration failed a check in strict mode (no AOF, an
+    /// evicting `maxmemory-policy`, a Redis older than 7.0, `fsync` off),
+    /// or an argument was invalid. The text of a refused login starts with
+    /// `authentication:`.
+    ///
+    /// Never transient: the same call fails the same way until someone
+    /// changes the configuration, so do not retry it as you would
+    /// [`Unavailable`](Self::Unavailable). Fail the start-up, or alert and
+    /// retry only after the credentials or settings change (a rotated
+    /// password read again, say). Both stores give this kind for the same
+    /// causes, and give it at once, without the operation timeout's
+    /// retries.
     Config(ErrorDetail),
     /// The queue is closed.
     Closed,

@@ -12,9 +12,13 @@
 //!    stored as, and [`Payload`];
 //! 3. `contained`: [`Store`], the handle the rest of the crate calls a
 //!    backend through (a panic in the backend becomes an error);
-//! 4. the stores: `memory/` (always), `redis/` (feature `redis`),
-//!    `postgres/` (feature `postgres`). Each is a folder of its own that
-//!    imports only from 1–2, and adds no method to any type outside it.
+//!    `tx`: [`InTransaction`](tx::InTransaction), a caller's transaction the
+//!    `*_in` verbs write through (features `postgres`, `sqlite`);
+//! 4. the stores: `memory/` (always), `sqlite/` (feature `sqlite`),
+//!    `redis/` (feature `redis`), `postgres/` (feature `postgres`). Each is
+//!    a folder of its own that imports only from 1–3, and adds no method
+//!    to any type outside it (it implements `InTransaction` for its
+//!    client's types).
 //!
 //! 5. `aio` (feature `tokio`): the store as async code calls it, over the
 //!    stores' async clients (`redis/aio.rs`, `postgres/aio.rs`), directly
@@ -38,3 +42,7 @@ pub(crate) mod options;
 pub(crate) mod postgres;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
+#[cfg(feature = "sqlite")]
+pub(crate) mod sqlite;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub(crate) mod tx;

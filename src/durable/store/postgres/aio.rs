@@ -33,7 +33,7 @@ use super::reply::{
     acted_reply, buried_rows, cancel_reply, counts_reply, get_reply, put_reply, when_args,
 };
 use super::schema;
-use super::tls::{async_config, Connector};
+use super::tls::Connector;
 use crate::base::sync::Mutex;
 use crate::durable::store::backend::{
     Buried, Cancelled, Counts, DurableError, Put, PutMode, Stored, When,
@@ -71,7 +71,7 @@ impl PgAio {
     pub(crate) fn of(backend: &PostgresBackend) -> Self {
         let pg = &backend.pg;
         PgAio {
-            config: async_config(&pg.config),
+            config: pg.config.clone(),
             tls: pg.tls.clone(),
             s: pg.s.clone(),
             schema: pg.opts.schema.clone(),

@@ -18,12 +18,12 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, Config};
+use postgres::Config;
 
 use super::checks;
-use super::client::{PgClient, PostgresOptions};
-use super::error::map_err;
+use super::client::{async_config, PgClient, PostgresOptions, SETUP_BUDGET};
+use super::conn::PgConn;
+use super::error::{map_call, CallError};
 use super::reply::{
     bad_reply, cancel_reply, counts_reply, get_reply, ms, one_bool_each, pair_arrays, put_reply,
     sql_ms, when_args,
@@ -78,7 +78,7 @@ const SLICE: Duration = Duration::from_millis(50);
 /// ```
 pub struct PostgresBackend {
     pub(super) pg: PgClient,
-    listener: Mutex<Option<Client>>,
+    listener: Mutex<Option<PgConn>>,
     unblock_pending: AtomicBool,
     /// What the checks at connect found unsafe (`checks.rs`).
     warnings: Vec<String>,
@@ -139,10 +139,10 @@ impl PostgresBackend {
         queue: &str,
         opts: PostgresOptions,
     ) -> Result<Self, DurableError> {
-        let config: Config = params.parse().map_err(|e: postgres::Error| {
+        let config: tokio_postgres::Config = params.parse().map_err(|e: postgres::Error| {
             DurableError::Config(ErrorDetail::with_source(e.to_string(), e))
         })?;
-        Self::from_config(config, queue, opts)
+        Self::from_async_config(config, queue, opts)
     }
 
     /// As [`connect_with`](Self::connect_with), from a built
@@ -174,6 +174,14 @@ impl PostgresBackend {
         queue: &str,
         opts: PostgresOptions,
     ) -> Result<Self, DurableError> {
+        Self::from_async_config(async_config(&config), queue, opts)
+    }
+
+    fn from_async_config(
+        config: tokio_postgres::Config,
+        queue: &str,
+        opts: PostgresOptions,
+    ) -> Result<Self, DurableError> {
         if queue.is_empty() {
             return Err(DurableError::Config(
                 "a queue name must not be empty".into(),
@@ -190,7 +198,7 @@ impl PostgresBackend {
             ));
         }
         let pg = PgClient::new(config, queue, opts)?;
-        let mut first = pg.connect_raw()?;
+        let mut first = pg.connect_raw(SETUP_BUDGET.max(pg.opts.server.op_timeout))?;
         // Before the migration: a strict connect that is refused writes
         // nothing.
         let warnings = checks::check_durability(&mut first, &pg)?;
@@ -278,21 +286,21 @@ impl PostgresBackend {
     }
 
     /// Makes `client` the listener.
-    fn listen(&self, mut client: Client) -> Result<(), DurableError> {
+    fn listen(&self, mut client: PgConn) -> Result<(), DurableError> {
         let chan = schema::ident(&schema::channel(&self.pg.opts.schema));
         client
             .batch_execute(&format!("LISTEN {chan}"))
-            .map_err(map_err)?;
+            .map_err(map_call)?;
         *self.listener.lock() = Some(client);
         Ok(())
     }
 
     fn wait_inner(&self, until: Instant) -> Result<bool, DurableError> {
         let mut slot = self.listener.lock();
-        if slot.as_ref().is_none_or(Client::is_closed) {
+        if slot.as_ref().is_none_or(PgConn::is_closed) {
             *slot = None;
             drop(slot);
-            let client = self.pg.connect_raw()?;
+            let client = self.pg.connect_raw(self.pg.opts.server.op_timeout)?;
             self.listen(client)?;
             // Notifications sent while no listener was up are lost: claim.
             return Ok(true);
@@ -307,7 +315,7 @@ impl PostgresBackend {
             }
             let slice = (until - now).min(SLICE);
             let client = slot.as_mut().expect("checked above");
-            let next = client.notifications().timeout_iter(slice).next();
+            let next = client.next_notification(slice);
             match next {
                 Ok(Some(note)) => {
                     if note.payload() == self.pg.queue {
@@ -315,7 +323,7 @@ impl PostgresBackend {
                         // notification already here announced (NOTIFY is
                         // sent at commit): one wake-up for a burst, not one
                         // (and a claim) each.
-                        let _ = client.notifications().iter().count();
+                        client.drain_notifications();
                         return Ok(true);
                     }
                 }
@@ -328,7 +336,7 @@ impl PostgresBackend {
                 Ok(None) => {}
                 Err(e) => {
                     *slot = None;
-                    return Err(map_err(e));
+                    return Err(map_call(e));
                 }
             }
         }
@@ -337,7 +345,7 @@ impl PostgresBackend {
     /// Runs a statement that returns one boolean.
     fn settle_bool(
         &self,
-        f: impl FnMut(&mut super::client::Conn) -> Result<postgres::Row, postgres::Error>,
+        f: impl FnMut(&mut super::client::Conn) -> Result<postgres::Row, CallError>,
     ) -> Result<bool, DurableError> {
         let (row, _) = self.pg.run(true, f)?;
         row.try_get::<_, Option<bool>>(0)

@@ -21,20 +21,19 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use postgres::Client;
-
 use super::client::PgClient;
-use super::error::map_err;
+use super::conn::PgConn;
+use super::error::map_call;
 use super::reply::{bad_reply, ms};
 use crate::durable::store::backend::DurableError;
 
 /// Warns when this machine's clock and the server's differ by more than
 /// `skew_warning`.
-pub(super) fn check_skew(client: &mut Client, pg: &PgClient) -> Result<(), DurableError> {
+pub(super) fn check_skew(client: &mut PgConn, pg: &PgClient) -> Result<(), DurableError> {
     let s = &pg.s;
     let row = client
         .query_one(&format!("SELECT {s}.now_ms()"), &[])
-        .map_err(map_err)?;
+        .map_err(map_call)?;
     let server = ms(row.try_get(0).map_err(bad_reply)?);
     let local = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -71,14 +70,14 @@ const DURABILITY: [(&str, &str); 3] = [
 /// (each logged), or, with `strict`, a [`DurableError::Config`] naming
 /// them.
 pub(super) fn check_durability(
-    client: &mut Client,
+    client: &mut PgConn,
     pg: &PgClient,
 ) -> Result<Vec<String>, DurableError> {
     let mut problems = Vec::new();
     for (name, cost) in DURABILITY {
         let row = client
             .query_one("SELECT current_setting($1)", &[&name])
-            .map_err(map_err)?;
+            .map_err(map_call)?;
         let value: String = row.try_get(0).map_err(bad_reply)?;
         if value == "off" {
             problems.push(format!("{name} is off: {cost}"));

@@ -17,9 +17,10 @@
 
 use std::time::{Duration, Instant};
 
-use postgres::{Client, Config, Statement};
+use tokio_postgres::{Config, Statement};
 
-use super::error::{classify, map_err, Kind};
+use super::conn::PgConn;
+use super::error::{classify_call, map_call, CallError, Kind};
 use super::schema;
 use super::tls::Connector;
 use crate::base::sync::Mutex;
@@ -115,6 +116,61 @@ impl PostgresOptions {
     }
 }
 
+/// `config` as `tokio-postgres` takes it: every setting `postgres::Config`
+/// exposes (its notice callback, which the backend never set, is left).
+pub(super) fn async_config(config: &postgres::Config) -> Config {
+    use tokio_postgres::config::Host;
+    let mut c = Config::new();
+    if let Some(user) = config.get_user() {
+        c.user(user);
+    }
+    if let Some(password) = config.get_password() {
+        c.password(password);
+    }
+    if let Some(dbname) = config.get_dbname() {
+        c.dbname(dbname);
+    }
+    if let Some(options) = config.get_options() {
+        c.options(options);
+    }
+    if let Some(name) = config.get_application_name() {
+        c.application_name(name);
+    }
+    c.ssl_mode(config.get_ssl_mode());
+    c.ssl_negotiation(config.get_ssl_negotiation());
+    for host in config.get_hosts() {
+        match host {
+            Host::Tcp(name) => c.host(name),
+            #[cfg(unix)]
+            Host::Unix(path) => c.host_path(path),
+        };
+    }
+    for addr in config.get_hostaddrs() {
+        c.hostaddr(*addr);
+    }
+    for port in config.get_ports() {
+        c.port(*port);
+    }
+    if let Some(t) = config.get_connect_timeout() {
+        c.connect_timeout(*t);
+    }
+    if let Some(t) = config.get_tcp_user_timeout() {
+        c.tcp_user_timeout(*t);
+    }
+    c.keepalives(config.get_keepalives());
+    c.keepalives_idle(config.get_keepalives_idle());
+    if let Some(i) = config.get_keepalives_interval() {
+        c.keepalives_interval(i);
+    }
+    if let Some(r) = config.get_keepalives_retries() {
+        c.keepalives_retries(r);
+    }
+    c.target_session_attrs(config.get_target_session_attrs());
+    c.channel_binding(config.get_channel_binding());
+    c.load_balance_hosts(config.get_load_balance_hosts());
+    c
+}
+
 /// The counts by state of `$1`'s items.
 pub(super) fn counts_sql(s: &str) -> String {
     format!("SELECT state, count(*) FROM {s}.items WHERE queue = $1 AND state < 3 GROUP BY state")
@@ -155,9 +211,20 @@ pub(super) struct Stmts {
 
 /// One command connection and its prepared statements.
 pub(super) struct Conn {
-    pub(super) client: Client,
+    pub(super) client: PgConn,
     pub(super) st: Stmts,
 }
+
+/// The least time one attempt gets, even when `op_timeout` is spent (a
+/// process paused during its read finds the time gone while the server
+/// answered long ago).
+const MIN_ATTEMPT: Duration = Duration::from_millis(250);
+
+/// How long each statement at connect (the durability checks, the
+/// migration under its advisory lock, `LISTEN`) may take: more than
+/// `op_timeout`, since processes that start together wait for one
+/// another's migration.
+pub(super) const SETUP_BUDGET: Duration = Duration::from_secs(10);
 
 pub(super) struct PgClient {
     pub(super) config: Config,
@@ -197,13 +264,21 @@ impl PgClient {
         })
     }
 
-    /// A new plain connection.
-    pub(super) fn connect_raw(&self) -> Result<Client, DurableError> {
-        self.tls.connect(&self.config).map_err(map_err)
+    /// A new plain connection (no prepared statements), its calls
+    /// budgeted `budget` each; the connect itself within `connect_timeout`.
+    pub(super) fn connect_raw(&self, budget: Duration) -> Result<PgConn, DurableError> {
+        let mut conn = PgConn::connect(&self.config, &self.tls, self.opts.server.connect_timeout)
+            .map_err(map_call)?;
+        conn.budget = budget;
+        Ok(conn)
     }
 
-    fn connect_conn(&self) -> Result<Conn, postgres::Error> {
-        let mut client = self.tls.connect(&self.config)?;
+    /// A command connection: connected within `left` (and
+    /// `connect_timeout`), its statements prepared within `left` each.
+    fn connect_conn(&self, left: Duration) -> Result<Conn, CallError> {
+        let within = left.min(self.opts.server.connect_timeout);
+        let mut client = PgConn::connect(&self.config, &self.tls, within)?;
+        client.budget = left;
         // A statement that waits for a row lock (one a caller's open
         // transaction holds, through the `*_in` verbs or its own SQL) gives
         // up at `op_timeout` instead of holding a worker or the acker for as
@@ -246,7 +321,7 @@ impl PgClient {
     pub(super) fn run<R>(
         &self,
         idempotent: bool,
-        mut f: impl FnMut(&mut Conn) -> Result<R, postgres::Error>,
+        mut f: impl FnMut(&mut Conn) -> Result<R, CallError>,
     ) -> Result<(R, bool), DurableError> {
         let limit = Instant::now()
             .checked_add(self.opts.server.op_timeout)
@@ -254,39 +329,45 @@ impl PgClient {
         let mut backoff = Duration::from_millis(10);
         let mut sent = 0u32;
         loop {
+            // No attempt outlasts what is left of op_timeout (but each gets
+            // MIN_ATTEMPT).
+            let left = limit
+                .saturating_duration_since(Instant::now())
+                .max(MIN_ATTEMPT);
             let pooled = self.idle.lock().pop();
             let conn = match pooled {
                 Some(c) if !c.client.is_closed() => Ok(c),
-                _ => self.connect_conn(),
+                _ => self.connect_conn(left),
             };
             let err = match conn {
                 Ok(mut conn) => {
                     sent += 1;
+                    conn.client.budget = left;
                     match f(&mut conn) {
                         Ok(r) => {
                             self.idle.lock().push(conn);
                             return Ok((r, sent > 1));
                         }
                         Err(err) => {
-                            let kind = classify(&err);
-                            if kind != Kind::Broken {
+                            let kind = classify_call(&err);
+                            if kind != Kind::Broken && !conn.client.is_closed() {
                                 self.idle.lock().push(conn);
                             }
                             match kind {
                                 Kind::RolledBack => err,
                                 Kind::Broken | Kind::Starting if idempotent => err,
-                                _ => return Err(map_err(err)),
+                                _ => return Err(map_call(err)),
                             }
                         }
                     }
                 }
-                Err(err) => match classify(&err) {
+                Err(err) => match classify_call(&err) {
                     Kind::Broken | Kind::Starting => err,
-                    _ => return Err(map_err(err)),
+                    _ => return Err(map_call(err)),
                 },
             };
             if Instant::now() + backoff >= limit {
-                return Err(map_err(err));
+                return Err(map_call(err));
             }
             std::thread::sleep(backoff);
             backoff = (backoff * 2).min(Duration::from_millis(200));

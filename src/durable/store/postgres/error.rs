@@ -7,6 +7,28 @@ use postgres::error::SqlState;
 use crate::durable::store::backend::DurableError;
 use crate::durable::store::error::ErrorDetail;
 
+/// How one call on a backend's own connection (`conn.rs`) failed.
+#[derive(Debug)]
+pub(super) enum CallError {
+    /// The client or the server said so.
+    Pg(postgres::Error),
+    /// No reply within the call's budget: the outcome is unknown, and the
+    /// connection is not used again.
+    TimedOut(std::time::Duration),
+    /// The connect, with its startup exchange, took longer than this.
+    ConnectTimedOut(std::time::Duration),
+    /// The connection closed while waiting for a notification.
+    Closed,
+    /// The connection's runtime could not be made.
+    Io(std::io::Error),
+}
+
+impl From<postgres::Error> for CallError {
+    fn from(err: postgres::Error) -> Self {
+        CallError::Pg(err)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     /// The connection is gone or the reply was cut: the outcome is unknown.
@@ -20,9 +42,19 @@ pub(super) enum Kind {
     Refused,
 }
 
+/// [`classify`] for a call on the backend's own connection: a timeout is
+/// a broken connection (the outcome is unknown).
+pub(super) fn classify_call(err: &CallError) -> Kind {
+    match err {
+        CallError::Pg(err) => classify(err),
+        CallError::TimedOut(_) | CallError::ConnectTimedOut(_) | CallError::Closed => Kind::Broken,
+        CallError::Io(_) => Kind::Refused,
+    }
+}
+
 pub(super) fn classify(err: &postgres::Error) -> Kind {
     let Some(code) = err.code() else {
-        if tls_refused(err) {
+        if tls_refused(err) || credentials(err).is_some() {
             return Kind::Refused;
         }
         return Kind::Broken;
@@ -50,6 +82,9 @@ pub(super) fn map_err(err: postgres::Error) -> DurableError {
     type Kind = fn(ErrorDetail) -> DurableError;
     let (kind, message): (Kind, String) = match err.code() {
         None if tls_refused(&err) => (DurableError::Config, format!("TLS: {}", chain(&err))),
+        None if credentials(&err).is_some() => {
+            (DurableError::Config, credentials(&err).unwrap_or_default())
+        }
         None => (DurableError::Unavailable, text),
         Some(code) => {
             let c = code.code();
@@ -101,6 +136,44 @@ impl From<postgres::Error> for DurableError {
     fn from(err: postgres::Error) -> Self {
         map_err(err)
     }
+}
+
+/// [`map_err`] for a call on the backend's own connection.
+pub(super) fn map_call(err: CallError) -> DurableError {
+    match err {
+        CallError::Pg(err) => map_err(err),
+        CallError::TimedOut(d) => DurableError::Unavailable(
+            format!("the server did not answer within {d:?}: timed out (op_timeout)").into(),
+        ),
+        CallError::ConnectTimedOut(d) => DurableError::Unavailable(
+            format!(
+                "connecting (TCP, TLS and the startup exchange) did not finish within {d:?}: \
+                 timed out (connect_timeout); is this a PostgreSQL server?"
+            )
+            .into(),
+        ),
+        CallError::Closed => DurableError::Unavailable("the connection closed".into()),
+        CallError::Io(e) => DurableError::Unavailable(ErrorDetail::with_source(
+            format!("could not start a connection's runtime: {e}"),
+            e,
+        )),
+    }
+}
+
+/// A client-side error that a retry cannot change: about who we are (no
+/// password given where the server asks for one, an authentication
+/// exchange that failed on our side), or a configuration the client
+/// refuses. The message, or `None` for any other error.
+fn credentials(err: &postgres::Error) -> Option<String> {
+    let text = chain(err);
+    let what = err.to_string();
+    if what.starts_with("authentication error")
+        || (what.starts_with("invalid configuration") && text.contains("password"))
+    {
+        return Some(format!("authentication: {text}"));
+    }
+    what.starts_with("invalid configuration")
+        .then(|| format!("configuration: {text}"))
 }
 
 /// The TLS layer refused the server (a certificate that does not chain to

@@ -3,10 +3,11 @@
 //! 1. `schema.rs`: the versioned migration: tables, the one index, and the
 //!    SQL functions that are the backend's atomic steps (with their
 //!    invariants in its header);
-//! 2. `client.rs`: connections, prepared statements and the retry policy
-//!    ([`PostgresOptions`]), over `error.rs`, the error mapping, and
-//!    `tls.rs`, plain or TLS connections; `reply.rs`: arguments to SQL and
-//!    replies back;
+//! 2. `client.rs`: the pool of connections, prepared statements and the
+//!    retry policy ([`PostgresOptions`]), over `conn.rs`, one connection
+//!    whose every call (its connect and startup exchange too) is bounded in
+//!    time, `error.rs`, the error mapping, and `tls.rs`, plain or TLS
+//!    connections; `reply.rs`: arguments to SQL and replies back;
 //! 3. `backend.rs`: [`PostgresBackend`], the `DurableBackend` over the two,
 //!    and `LISTEN`/`NOTIFY` wake-ups; its dead-letter verbs (bury, requeue,
 //!    purge, the listing) are `dead.rs`, beside it, and its checks at
@@ -24,6 +25,7 @@ pub(crate) mod async_tx;
 mod backend;
 mod checks;
 mod client;
+mod conn;
 mod dead;
 mod error;
 mod reply;

@@ -395,15 +395,33 @@ pub(super) fn migration_sql(schema: &str) -> String {
 /// in one transaction under an advisory lock, so processes that start
 /// together migrate once. A schema of a newer version is refused.
 pub(super) fn migrate(
-    client: &mut postgres::Client,
+    client: &mut super::conn::PgConn,
     schema: &str,
     allowed: bool,
 ) -> Result<(), crate::durable::store::backend::DurableError> {
-    use super::error::map_err;
+    use super::error::map_call;
+    client.batch_execute("BEGIN").map_err(map_call)?;
+    let done = migrate_in(client, schema, allowed);
+    // On an error the connection is dropped with the rest of `connect`'s
+    // work; a rollback is still tried, so a caller's own connection would
+    // not stay in an aborted transaction.
+    let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    let ended = client.batch_execute(end).map_err(map_call);
+    done.and(ended)?;
+    Ok(())
+}
+
+/// `migrate`'s statements, inside its transaction.
+fn migrate_in(
+    tx: &mut super::conn::PgConn,
+    schema: &str,
+    allowed: bool,
+) -> Result<bool, crate::durable::store::backend::DurableError> {
+    use super::error::{map_call, map_err};
     use crate::durable::store::backend::DurableError;
     let s = ident(schema);
-    let e = |e: postgres::Error| map_err(e);
-    let mut tx = client.transaction().map_err(e)?;
+    let e = map_call;
+    let row_err = |e: postgres::Error| map_err(e);
     tx.execute(
         "SELECT pg_advisory_xact_lock(hashtext($1))",
         &[&format!("schedpool-migrate:{schema}")],
@@ -414,7 +432,7 @@ pub(super) fn migrate(
         .query_one("SELECT to_regclass($1) IS NOT NULL", &[&meta])
         .map_err(e)?
         .try_get(0)
-        .map_err(e)?;
+        .map_err(row_err)?;
     if has_meta {
         let row = tx
             .query_opt(
@@ -422,7 +440,7 @@ pub(super) fn migrate(
                 &[],
             )
             .map_err(e)?;
-        let found: Option<String> = row.map(|r| r.try_get(0)).transpose().map_err(e)?;
+        let found: Option<String> = row.map(|r| r.try_get(0)).transpose().map_err(row_err)?;
         let version: i32 = found
             .as_deref()
             .and_then(|v| v.parse().ok())
@@ -444,7 +462,7 @@ pub(super) fn migrate(
             ));
         }
         // Versions below VERSION would be upgraded here, one step each.
-        return tx.commit().map_err(e);
+        return Ok(false);
     }
     if !allowed {
         return Err(DurableError::Config(
@@ -468,7 +486,6 @@ pub(super) fn migrate(
         &[&VERSION.to_string()],
     )
     .map_err(e)?;
-    tx.commit().map_err(e)?;
     tracing::info!(target: "schedpool::durable", schema, version = VERSION, "created the schedpool schema");
-    Ok(())
+    Ok(true)
 }

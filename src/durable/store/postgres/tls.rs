@@ -9,8 +9,8 @@
 //! [`DurableError::Config`] at connect, never a silent plain connection;
 //! with TLS, `sslmode` is `require`, so a server without TLS is refused.
 
-use postgres::config::SslMode;
-use postgres::{Client, Config, NoTls};
+use tokio_postgres::config::SslMode;
+use tokio_postgres::Config;
 
 use crate::durable::store::backend::DurableError;
 
@@ -37,14 +37,6 @@ impl Connector {
         config.ssl_mode(SslMode::Require);
         rustls_connector(ca_pem)
     }
-
-    pub(super) fn connect(&self, config: &Config) -> Result<Client, postgres::Error> {
-        match self {
-            Connector::Plain => config.connect(NoTls),
-            #[cfg(feature = "postgres-tls")]
-            Connector::Rustls(tls) => config.connect(tls.clone()),
-        }
-    }
 }
 
 #[cfg(feature = "tokio")]
@@ -57,7 +49,7 @@ impl Connector {
     ) -> Result<tokio_postgres::Client, postgres::Error> {
         match self {
             Connector::Plain => {
-                let (client, connection) = config.connect(NoTls).await?;
+                let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
                 drop(tokio::spawn(connection));
                 Ok(client)
             }
@@ -69,62 +61,6 @@ impl Connector {
             }
         }
     }
-}
-
-/// The async client's copy of a sync `postgres::Config` (which has no
-/// way back to the `tokio_postgres::Config` it wraps): every setting it
-/// can read.
-#[cfg(feature = "tokio")]
-pub(super) fn async_config(c: &Config) -> tokio_postgres::Config {
-    use postgres::config::Host;
-    let mut a = tokio_postgres::Config::new();
-    if let Some(v) = c.get_user() {
-        a.user(v);
-    }
-    if let Some(v) = c.get_password() {
-        a.password(v);
-    }
-    if let Some(v) = c.get_dbname() {
-        a.dbname(v);
-    }
-    if let Some(v) = c.get_options() {
-        a.options(v);
-    }
-    if let Some(v) = c.get_application_name() {
-        a.application_name(v);
-    }
-    a.ssl_mode(c.get_ssl_mode());
-    a.ssl_negotiation(c.get_ssl_negotiation());
-    for host in c.get_hosts() {
-        match host {
-            Host::Tcp(h) => a.host(h),
-            Host::Unix(p) => a.host_path(p),
-        };
-    }
-    for addr in c.get_hostaddrs() {
-        a.hostaddr(*addr);
-    }
-    for port in c.get_ports() {
-        a.port(*port);
-    }
-    if let Some(v) = c.get_connect_timeout() {
-        a.connect_timeout(*v);
-    }
-    if let Some(v) = c.get_tcp_user_timeout() {
-        a.tcp_user_timeout(*v);
-    }
-    a.keepalives(c.get_keepalives());
-    a.keepalives_idle(c.get_keepalives_idle());
-    if let Some(v) = c.get_keepalives_interval() {
-        a.keepalives_interval(v);
-    }
-    if let Some(v) = c.get_keepalives_retries() {
-        a.keepalives_retries(v);
-    }
-    a.target_session_attrs(c.get_target_session_attrs());
-    a.channel_binding(c.get_channel_binding());
-    a.load_balance_hosts(c.get_load_balance_hosts());
-    a
 }
 
 #[cfg(feature = "postgres-tls")]

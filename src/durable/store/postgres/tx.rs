@@ -24,6 +24,7 @@ use super::error::map_err;
 use super::reply::{cancel_reply, put_reply, when_args};
 use super::schema;
 use crate::durable::store::backend::{Cancelled, DurableBackend, DurableError, Put, PutMode, When};
+use crate::durable::store::tx::impl_in_transaction;
 
 // ===== impl PostgresBackend =====
 
@@ -129,3 +130,28 @@ impl PostgresBackend {
         cancel_reply(&row)
     }
 }
+
+// ===== impl InTransaction =====
+
+fn put_through<C: GenericClient>(
+    client: &mut C,
+    store: &dyn DurableBackend,
+    verb: &str,
+    id: &str,
+    envelope: &[u8],
+    when: When,
+    mode: PutMode,
+) -> Result<Put, DurableError> {
+    PostgresBackend::of(store, verb)?.put_in(client, id, envelope, when, mode)
+}
+
+fn cancel_through<C: GenericClient>(
+    client: &mut C,
+    store: &dyn DurableBackend,
+    verb: &str,
+    id: &str,
+) -> Result<Cancelled, DurableError> {
+    PostgresBackend::of(store, verb)?.cancel_in(client, id)
+}
+
+impl_in_transaction!(put_through, cancel_through; postgres::Client, postgres::Transaction<'_>);

@@ -228,9 +228,7 @@ impl RedisClient {
                         return Ok(r);
                     }
                     // The TLS handshake runs with the first command.
-                    Err(err) if refused_to_connect(&err) => {
-                        return Err(DurableError::Config(detail(err)))
-                    }
+                    Err(err) if refused_to_connect(&err) => return Err(refused(err)),
                     Err(err) if !is_transient(&err) => {
                         // The server answered (out of memory, a script error):
                         // the connection is fine, the command is refused.
@@ -240,9 +238,7 @@ impl RedisClient {
                     // Dropped: it may be half-way through a reply.
                     Err(err) => err,
                 },
-                Err(err) if refused_to_connect(&err) => {
-                    return Err(DurableError::Config(detail(err)))
-                }
+                Err(err) if refused_to_connect(&err) => return Err(refused(err)),
                 Err(err) if !is_transient(&err) => {
                     return Err(DurableError::Unavailable(detail(err)))
                 }
@@ -356,12 +352,26 @@ pub(super) fn arg<T: redis::ToRedisArgs>(value: T) -> Vec<Vec<u8>> {
 }
 
 /// A connection the server or the TLS layer refused for who we are (a
-/// wrong password or user, a certificate that does not chain to the CA):
-/// retrying cannot cure it.
+/// wrong or missing password or user, a certificate that does not chain to
+/// the CA): retrying cannot cure it.
 pub(super) fn refused_to_connect(err: &RedisError) -> bool {
+    refused_credentials(err) || err.to_string().contains("invalid peer certificate")
+}
+
+/// A wrong or missing password or user (`WRONGPASS`, `NOAUTH`).
+fn refused_credentials(err: &RedisError) -> bool {
     err.kind() == redis::ErrorKind::AuthenticationFailed
-        || err.code() == Some("WRONGPASS")
-        || err.to_string().contains("invalid peer certificate")
+        || matches!(err.code(), Some("WRONGPASS" | "NOAUTH"))
+}
+
+/// The [`DurableError::Config`] of a connection refused for who we are:
+/// "authentication: ..." for credentials, the TLS layer's reason otherwise.
+pub(super) fn refused(err: RedisError) -> DurableError {
+    if refused_credentials(&err) {
+        let text = format!("authentication: {err}");
+        return DurableError::Config(ErrorDetail::with_source(text, err));
+    }
+    DurableError::Config(detail(err))
 }
 
 pub(super) fn is_transient(err: &RedisError) -> bool {
