@@ -1255,6 +1255,9 @@ fn redis_a_put_that_timed_out_is_unknown_and_repeatable() {
             matches!(r, Err(DurableError::Unavailable(_))),
             "a stopped server gives Unavailable: {r:?}"
         );
+        // It says that it timed out, not the socket's "os error 11".
+        let text = r.unwrap_err().to_string();
+        assert!(text.contains("no reply from Redis within 500 ms"), "{text}");
         std::thread::sleep(Duration::from_millis(300));
         assert!(q.counts().unwrap().pending <= 1, "at most the one item");
         // Repeating the put is safe: one item, with the repeated value.

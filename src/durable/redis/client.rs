@@ -12,6 +12,11 @@
 //! - A connection goes back to the pool only after a complete reply
 //!   (success or a server error); after a transport error it is dropped,
 //!   since it may be half-way through a reply.
+//! - A transport error says what happened (`transport_error`): a timeout
+//!   names the timeout that ran out ("no reply from Redis within N ms"),
+//!   never the socket's `EAGAIN` text; the `rediss://` hint is added only
+//!   where a TLS-only server is a possible cause: a plain connection that
+//!   the server reset or closed before its first reply.
 
 use std::time::{Duration, Instant};
 
@@ -240,6 +245,9 @@ impl RedisClient {
         let mut grace = idempotent;
         loop {
             let pooled = self.idle.lock().pop();
+            // A new connection's first reply is its "handshake": a
+            // TLS-only server drops a plain one there.
+            let fresh = pooled.is_none();
             // One attempt never outlasts what is left of op_timeout.
             let left = match limit.checked_duration_since(Instant::now()) {
                 Some(left) if !left.is_zero() => left,
@@ -252,6 +260,9 @@ impl RedisClient {
                     c.set_write_timeout(Some(left))?;
                     Ok(c)
                 });
+            let unavailable = |err| {
+                DurableError::Unavailable(self.transport_error(err, self.opts.op_timeout, fresh))
+            };
             let err = match conn {
                 Ok(mut conn) => match f(&mut conn) {
                     Ok(r) => {
@@ -274,17 +285,15 @@ impl RedisClient {
                 Err(err) if refused_to_connect(&err) => {
                     return Err(DurableError::Config(detail(err)))
                 }
-                Err(err) if !is_transient(&err) => {
-                    return Err(DurableError::Unavailable(detail(err)))
-                }
+                Err(err) if !is_transient(&err) => return Err(unavailable(err)),
                 Err(err) => err,
             };
             if !idempotent {
-                return Err(DurableError::Unavailable(detail(err)));
+                return Err(unavailable(err));
             }
             if Instant::now() + backoff >= limit {
                 if !std::mem::take(&mut grace) {
-                    return Err(DurableError::Unavailable(detail(err)));
+                    return Err(unavailable(err));
                 }
                 continue;
             }
@@ -432,4 +441,35 @@ pub(super) fn bad_reply(v: &Value) -> DurableError {
 /// as the source.
 fn detail(err: RedisError) -> ErrorDetail {
     ErrorDetail::with_source(err.to_string(), err)
+}
+
+impl RedisClient {
+    /// The detail of a transport error (the error kept as the source): a
+    /// timeout says which (`timeout` is the one that ran out: `op_timeout`
+    /// for a command, the block plus its margin for `BZPOPMIN`), and a
+    /// plain connection that was reset or closed before its first reply
+    /// (`fresh`) gets the `rediss://` hint. Not a refused connection: a
+    /// TLS-only server accepts connections.
+    pub(super) fn transport_error(
+        &self,
+        err: RedisError,
+        timeout: Duration,
+        fresh: bool,
+    ) -> ErrorDetail {
+        if err.is_timeout() {
+            return ErrorDetail::with_source(
+                format!("no reply from Redis within {} ms", timeout.as_millis()),
+                err,
+            );
+        }
+        let dropped =
+            err.is_io_error() && !err.is_connection_refusal() && err.is_connection_dropped();
+        if fresh && dropped && !self.tls {
+            return ErrorDetail::with_source(
+                format!("{err} (if the server accepts TLS only, connect with a rediss:// URL)"),
+                err,
+            );
+        }
+        detail(err)
+    }
 }
