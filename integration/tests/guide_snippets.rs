@@ -384,7 +384,7 @@ mod snippet_21 {
     }
 }
 
-// Snippet 22: docs/guide.md, line 728.
+// Snippet 22: docs/guide.md, line 734.
 #[rustfmt::skip]
 mod snippet_22 {
     use schedpool::*;
@@ -404,7 +404,7 @@ mod snippet_22 {
     }
 }
 
-// Snippet 23: docs/guide.md, line 765.
+// Snippet 23: docs/guide.md, line 771.
 #[rustfmt::skip]
 mod snippet_23 {
     use schedpool::*;
@@ -416,7 +416,7 @@ mod snippet_23 {
     }
 }
 
-// Snippet 24: docs/guide.md, line 778.
+// Snippet 24: docs/guide.md, line 784.
 #[rustfmt::skip]
 mod snippet_24 {
     use schedpool::*;
@@ -434,7 +434,7 @@ mod snippet_24 {
     }
 }
 
-// Snippet 25: docs/guide.md, line 798.
+// Snippet 25: docs/guide.md, line 804.
 #[rustfmt::skip]
 mod snippet_25 {
     use schedpool::*;
@@ -451,7 +451,7 @@ mod snippet_25 {
     }
 }
 
-// Snippet 26: docs/guide.md, line 824.
+// Snippet 26: docs/guide.md, line 830.
 #[rustfmt::skip]
 mod snippet_26 {
     use schedpool::*;
@@ -471,7 +471,7 @@ mod snippet_26 {
     }
 }
 
-// Snippet 27: docs/guide.md, line 839.
+// Snippet 27: docs/guide.md, line 845.
 #[rustfmt::skip]
 mod snippet_27 {
     use schedpool::*;
@@ -484,7 +484,7 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 886.
+// Snippet 28: docs/guide.md, line 892.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_28 {
@@ -507,7 +507,7 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 952.
+// Snippet 29: docs/guide.md, line 958.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_29 {
@@ -527,7 +527,7 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 967.
+// Snippet 30: docs/guide.md, line 973.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_30 {
@@ -552,7 +552,7 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1002.
+// Snippet 31: docs/guide.md, line 1008.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_31 {
@@ -585,7 +585,7 @@ mod snippet_31 {
     }
 }
 
-// Snippet 32: docs/guide.md, line 1079.
+// Snippet 32: docs/guide.md, line 1085.
 #[rustfmt::skip]
 mod snippet_32 {
     use schedpool::*;
