@@ -886,6 +886,93 @@ fn corrupt_truncated_or_foreign_bytes_are_dead_lettered_and_block_nothing() {
     });
 }
 
+/// `len` bytes of pseudo-random letters and digits: text PostgreSQL cannot
+/// compress, as a hash or a token in an id would be.
+fn random_id(len: usize, mut seed: u64) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    (0..len)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            ALPHABET[(seed % ALPHABET.len() as u64) as usize] as char
+        })
+        .collect()
+}
+
+/// PostgreSQL cannot index an id much over 2.7 KB (less when it does not
+/// compress): the server refuses such a put with "index row size ...
+/// exceeds btree version 4 maximum 2704". The backend refuses an id over
+/// 1,024 bytes (and a queue name over 1,024 bytes) itself, before sending,
+/// as `Config`, the kind of every bad argument; with both at their limit a
+/// put works.
+#[test]
+fn ids_over_1024_bytes_are_refused_before_they_reach_the_server() {
+    watchdog(Duration::from_secs(60), || {
+        let pg = Postgres::start();
+        let longest_queue = random_id(1024, 7);
+        let backend = PostgresBackend::connect(&pg.params(), &longest_queue).unwrap();
+        let q: DurableQueue<String> = DurableQueue::with_options(backend, opts(30_000)).unwrap();
+        let longest = random_id(1024, 11);
+        q.put(&longest, &"v".into(), Duration::ZERO).unwrap();
+        let d = q
+            .poll_timeout(Duration::from_secs(5))
+            .unwrap()
+            .expect("the item");
+        assert_eq!(d.id(), longest);
+        d.ack().unwrap();
+
+        let over = random_id(1025, 13);
+        let refused = |r: Result<Put, DurableError>| match r {
+            Err(DurableError::Config(m)) => assert!(m.contains("at most 1024 bytes"), "{m}"),
+            other => panic!("{other:?}"),
+        };
+        refused(q.put(&over, &"v".into(), Duration::ZERO));
+        refused(q.put_if_absent(&over, &"v".into(), Duration::ZERO));
+        let raw = PostgresBackend::connect(&pg.params(), &longest_queue).unwrap();
+        let now = When::After(Duration::ZERO);
+        refused(raw.put(&over, b"v", now, PutMode::Replace));
+        let mut db = pg.client();
+        let mut tx = db.transaction().unwrap();
+        refused(q.put_in(&mut tx, &over, &"v".into(), Duration::ZERO));
+        refused(raw.put_in(&mut tx, &over, b"v", now, PutMode::Replace));
+        // The transaction was not touched: it still commits.
+        tx.commit().unwrap();
+        let pool = DurablePool::producer(raw).unwrap();
+        refused(pool.schedule("job", &over, &1u64, Duration::ZERO));
+        let mut tx = db.transaction().unwrap();
+        refused(pool.schedule_in(&mut tx, "job", &over, &1u64, Duration::ZERO));
+        tx.commit().unwrap();
+        assert_eq!(q.counts().unwrap().pending, 0, "nothing was stored");
+        // A lookup of a long id finds nothing, and is no error.
+        let far_over = random_id(3000, 17);
+        assert_eq!(q.remove(&far_over).unwrap(), Removed::NotFound);
+
+        // Why: the server itself refuses such an id (a program limit,
+        // SQLSTATE 54000) when one gets past the check.
+        let err = db
+            .query_one(
+                "SELECT * FROM schedpool.put($1, $2, $3, 0, NULL, false)",
+                &[&"q", &far_over, &b"v".to_vec()],
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.code(),
+            Some(&postgres::error::SqlState::PROGRAM_LIMIT_EXCEEDED),
+            "{err:?}"
+        );
+
+        // A queue name over the limit is refused at connect.
+        let err = PostgresBackend::connect(&pg.params(), &random_id(1025, 19))
+            .err()
+            .expect("refused");
+        assert!(
+            matches!(&err, DurableError::Config(m) if m.contains("1 to 1024 bytes")),
+            "{err:?}"
+        );
+    });
+}
+
 // ===== durable chains and wake-ups =====
 
 #[test]

@@ -22,7 +22,7 @@ use super::backend::PostgresBackend;
 use super::error::map_err;
 use super::reply::{cancel_reply, put_reply, when_args};
 use super::schema;
-use crate::durable::backend::{Cancelled, DurableError, Put, PutMode, When};
+use crate::durable::backend::{check_id, Cancelled, DurableError, Put, PutMode, When};
 use crate::durable::envelope::Payload;
 use crate::durable::pool::DurablePool;
 use crate::durable::queue::{DurableQueue, Removed};
@@ -64,9 +64,7 @@ impl PostgresBackend {
         when: When,
         mode: PutMode,
     ) -> Result<Put, DurableError> {
-        if id.is_empty() {
-            return Err(DurableError::Config("an item id must not be empty".into()));
-        }
+        check_id(id)?;
         let (delay, at) = when_args(when);
         let if_absent = mode == PutMode::IfAbsent;
         let row = tx
