@@ -179,6 +179,7 @@ fn a_least_privileged_acl_user_over_tls_runs_a_pool_and_unreadable_checks_warn()
         let warnings = b.warnings().join("\n");
         assert!(warnings.contains("version"), "{warnings}");
         assert!(warnings.contains("appendonly is unknown"), "{warnings}");
+        assert!(warnings.contains("appendfsync is unknown"), "{warnings}");
         assert!(
             warnings.contains("maxmemory-policy is unknown"),
             "{warnings}"

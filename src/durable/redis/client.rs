@@ -43,7 +43,10 @@ pub struct RedisOptions {
     /// an evicting `maxmemory-policy`, or `appendfsync no`, or when one of
     /// these or the server's version cannot be read (an ACL user without
     /// `+info`/`+config|get`): strict refuses what it cannot prove safe
-    /// (default false).
+    /// (default false). `appendfsync everysec` passes: it can lose up to
+    /// about 2 s of acknowledged puts, even on a kill of `redis-server`
+    /// while a slow fsync holds back the AOF write; `always` loses none
+    /// (`docs/durable.md`, "The rules", 4).
     pub strict: bool,
     /// Warn at connect when this machine's clock and the server's differ by
     /// more than this (default 2 s). Skew never makes anything early; it
