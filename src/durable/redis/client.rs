@@ -246,6 +246,10 @@ impl RedisClient {
         // read finds op_timeout spent, while the server answered long ago.
         // The retry (a settle answers from its receipt) costs at most GRACE.
         let mut grace = idempotent;
+        // Whether an attempt saw a new plain connection dropped before its
+        // first reply: the rediss:// hint, kept when a later attempt
+        // fails otherwise (a timeout of the last, short one).
+        let mut tls_hint = false;
         loop {
             let pooled = self.idle.lock().pop();
             // A new connection's first reply is its "handshake": a
@@ -263,9 +267,6 @@ impl RedisClient {
                     c.set_write_timeout(Some(left))?;
                     Ok(c)
                 });
-            let unavailable = |err| {
-                DurableError::Unavailable(self.transport_error(err, self.opts.op_timeout, fresh))
-            };
             let err = match conn {
                 Ok(mut conn) => match f(&mut conn) {
                     Ok(r) => {
@@ -288,10 +289,14 @@ impl RedisClient {
                 Err(err) if refused_to_connect(&err) => {
                     return Err(DurableError::Config(detail(err)))
                 }
-                Err(err) if !is_transient(&err) => return Err(unavailable(err)),
                 Err(err) => err,
             };
-            if !idempotent {
+            tls_hint |= fresh && self.dropped_before_reply(&err);
+            let unavailable = |err| {
+                let timeout = self.opts.op_timeout;
+                DurableError::Unavailable(self.transport_error(err, timeout, tls_hint))
+            };
+            if !idempotent || !is_transient(&err) {
                 return Err(unavailable(err));
             }
             if Instant::now() + backoff >= limit {
@@ -449,30 +454,35 @@ fn detail(err: RedisError) -> ErrorDetail {
 impl RedisClient {
     /// The detail of a transport error (the error kept as the source): a
     /// timeout says which (`timeout` is the one that ran out: `op_timeout`
-    /// for a command, the block plus its margin for `BZPOPMIN`), and a
-    /// plain connection that was reset or closed before its first reply
-    /// (`fresh`) gets the `rediss://` hint. Not a refused connection: a
-    /// TLS-only server accepts connections.
+    /// for a command, the block plus its margin for `BZPOPMIN`), and
+    /// `tls_hint` (see [`dropped_before_reply`](Self::dropped_before_reply))
+    /// adds the `rediss://` hint.
     pub(super) fn transport_error(
         &self,
         err: RedisError,
         timeout: Duration,
-        fresh: bool,
+        tls_hint: bool,
     ) -> ErrorDetail {
-        if err.is_timeout() {
-            return ErrorDetail::with_source(
-                format!("no reply from Redis within {} ms", timeout.as_millis()),
-                err,
-            );
-        }
-        let dropped =
-            err.is_io_error() && !err.is_connection_refusal() && err.is_connection_dropped();
-        if fresh && dropped && !self.tls {
-            return ErrorDetail::with_source(
-                format!("{err} (if the server accepts TLS only, connect with a rediss:// URL)"),
-                err,
-            );
-        }
-        detail(err)
+        let text = if err.is_timeout() {
+            format!("no reply from Redis within {} ms", timeout.as_millis())
+        } else {
+            err.to_string()
+        };
+        let hint = if tls_hint {
+            " (if the server accepts TLS only, connect with a rediss:// URL)"
+        } else {
+            ""
+        };
+        ErrorDetail::with_source(format!("{text}{hint}"), err)
+    }
+
+    /// A plain connection that the server reset or closed: on a new
+    /// connection, before its first reply, that is what a TLS-only server
+    /// does. Not a refused connection: a TLS-only server accepts them.
+    pub(super) fn dropped_before_reply(&self, err: &RedisError) -> bool {
+        !self.tls
+            && err.is_io_error()
+            && !err.is_connection_refusal()
+            && err.is_connection_dropped()
     }
 }

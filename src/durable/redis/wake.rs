@@ -157,12 +157,14 @@ impl Wake {
 }
 
 /// A connection error of the blocking connection, kept as the source;
-/// `timeout` is the one that applied (see `RedisClient::transport_error`).
+/// `timeout` is the one that applied, `fresh` whether the connection was
+/// new (see `RedisClient::transport_error`).
 fn unavailable(
     client: &RedisClient,
     err: redis::RedisError,
     timeout: Duration,
     fresh: bool,
 ) -> DurableError {
-    DurableError::Unavailable(client.transport_error(err, timeout, fresh))
+    let tls_hint = fresh && client.dropped_before_reply(&err);
+    DurableError::Unavailable(client.transport_error(err, timeout, tls_hint))
 }
