@@ -412,7 +412,9 @@ pub fn signal(pid: u32, sig: &str) {
     assert!(status.success(), "kill -{sig} {pid} failed");
 }
 
-/// Aborts the test process if `f` has not returned within `limit`.
+/// Aborts the test process if `f` has not returned within `limit`. A
+/// panic in `f` disarms it too: the test has failed, and its message and
+/// the other tests of the binary must not be thrown away by an abort.
 pub fn watchdog<R>(limit: Duration, f: impl FnOnce() -> R) -> R {
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = done.clone();
@@ -441,7 +443,12 @@ pub fn watchdog<R>(limit: Duration, f: impl FnOnce() -> R) -> R {
         }
         std::process::abort();
     });
-    let r = f();
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    r
+    struct Disarm(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Disarm {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let _disarm = Disarm(done);
+    f()
 }
