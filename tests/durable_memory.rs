@@ -229,7 +229,13 @@ fn bad_input_is_an_error_not_a_panic() {
 #[test]
 fn a_queue_take_wakes_on_advance() {
     let clock = ManualClock::new();
-    let queue: DurableQueue<String> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+    // A take that missed the advance would sleep out max_block: 60 s, far
+    // past the bound below.
+    let queue: DurableQueue<String> = DurableQueue::with_options(
+        MemoryBackend::with_clock(clock.clone()),
+        options_ms(30_000, 60_000),
+    )
+    .unwrap();
     queue
         .put("session-1", &"expire".to_string(), 30 * MIN)
         .unwrap();
@@ -243,10 +249,7 @@ fn a_queue_take_wakes_on_advance() {
     let (id, acked) = taker.join().unwrap().expect("open queue");
     assert_eq!(id, "session-1");
     acked.unwrap();
-    assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "woken by the advance, not by max_block"
-    );
+    assert!(t.elapsed() < WAIT, "woken by the advance, not by max_block");
 }
 
 #[test]
@@ -308,7 +311,9 @@ fn an_undecodable_item_is_dead_lettered_not_delivered() {
 
 #[test]
 fn close_unblocks_takers_and_keeps_the_items() {
-    let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    // A taker that missed the close would sleep out max_block: 60 s.
+    let queue: DurableQueue<u64> =
+        DurableQueue::with_options(MemoryBackend::new(), options_ms(30_000, 60_000)).unwrap();
     queue.put("later", &1, 10 * MIN).unwrap();
     let takers: Vec<_> = (0..3)
         .map(|_| {
@@ -322,7 +327,7 @@ fn close_unblocks_takers_and_keeps_the_items() {
     for taker in takers {
         assert!(taker.join().unwrap(), "take returns None once closed");
     }
-    assert!(t.elapsed() < Duration::from_secs(1));
+    assert!(t.elapsed() < WAIT, "woken by the close, not by max_block");
     assert!(queue.is_closed());
     assert_eq!(
         queue.len().unwrap(),
