@@ -24,6 +24,29 @@ use crate::structures::slots::Slab;
 /// Something with a deadline: an element of a [`DelayQueue`] (Java's `Delayed`).
 ///
 /// The queue reads `deadline()` once, when the element is put.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use schedpool::{DelayQueue, Delayed};
+///
+/// /// A cache entry that expires.
+/// struct Entry {
+///     key: String,
+///     expires: Instant,
+/// }
+/// impl Delayed for Entry {
+///     fn deadline(&self) -> Instant {
+///         self.expires
+///     }
+/// }
+///
+/// let q = DelayQueue::new();
+/// q.put(Entry { key: "user:1".into(), expires: Instant::now() + Duration::from_millis(5) });
+/// let expired = q.take().unwrap();
+/// assert_eq!(expired.key, "user:1");
+/// ```
 pub trait Delayed {
     /// The instant from which the element may be taken.
     fn deadline(&self) -> Instant;
@@ -88,16 +111,51 @@ impl<T> DelayItem<T> {
 
     /// `value`, due at `deadline`. With a [`ManualClock`], use
     /// `DelayItem::at(value, clock.now() + delay)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use schedpool::{DelayItem, DelayQueue};
+    ///
+    /// let q = DelayQueue::new();
+    /// let batch_end = Instant::now() + Duration::from_millis(10);
+    /// q.put(DelayItem::at("flush", batch_end));
+    /// let item = q.take().unwrap();
+    /// assert!(Instant::now() >= batch_end, "never early");
+    /// assert_eq!(*item.value(), "flush");
+    /// ```
     pub fn at(value: T, deadline: Instant) -> Self {
         DelayItem { value, deadline }
     }
 
     /// The value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::DelayItem;
+    ///
+    /// let item = DelayItem::new(vec!["order-1", "order-2"], Duration::ZERO);
+    /// assert_eq!(item.value().len(), 2);
+    /// ```
     pub fn value(&self) -> &T {
         &self.value
     }
 
     /// The value, consuming the item.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::DelayItem;
+    ///
+    /// let item = DelayItem::new(String::from("order-42"), Duration::ZERO);
+    /// let id: String = item.into_inner();
+    /// assert_eq!(id, "order-42");
+    /// ```
     pub fn into_inner(self) -> T {
         self.value
     }
@@ -113,6 +171,22 @@ impl<T> Delayed for DelayItem<T> {
 ///
 /// A key whose element was taken, removed or cleared never matches another
 /// element, even one that reuses its storage (the key carries a generation).
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::HashMap;
+/// use std::time::Duration;
+/// use schedpool::{DelayQueue, Key};
+///
+/// let q = DelayQueue::new();
+/// // Keep each order's key to cancel its timeout when it is paid.
+/// let mut timeouts: HashMap<u64, Key> = HashMap::new();
+/// timeouts.insert(42, q.put_after(42u64, Duration::from_secs(1800)));
+/// if let Some(key) = timeouts.remove(&42) {
+///     assert!(q.remove(key).is_some());
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Key {
     index: usize,
@@ -239,6 +313,15 @@ pub struct DelayQueue<T> {
 
 impl<T> DelayQueue<T> {
     /// An empty queue on the real clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::{DelayItem, DelayQueue};
+    ///
+    /// let q: DelayQueue<DelayItem<u64>> = DelayQueue::new();
+    /// assert!(q.is_empty());
+    /// ```
     pub fn new() -> Self {
         Self::with(Clock::Real)
     }
@@ -299,6 +382,28 @@ impl<T: Delayed> DelayQueue<T> {
     /// and `drain_expired` return it once due (`take` never blocks there).
     /// For a value due after a delay, [`put_after`](Self::put_after) reads
     /// the queue's own clock (the one to use with a [`ManualClock`]).
+    ///
+    /// # Examples
+    ///
+    /// Any type with a deadline can be an element:
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use schedpool::{DelayQueue, Delayed};
+    ///
+    /// struct Expiry { key: &'static str, at: Instant }
+    /// impl Delayed for Expiry {
+    ///     fn deadline(&self) -> Instant { self.at }
+    /// }
+    ///
+    /// let q = DelayQueue::new();
+    /// let now = Instant::now();
+    /// q.put(Expiry { key: "session-b", at: now + Duration::from_millis(2) });
+    /// let a = q.put(Expiry { key: "session-a", at: now + Duration::from_millis(1) });
+    /// assert_eq!(q.len(), 2);
+    /// assert_eq!(q.peek_deadline(), Some(now + Duration::from_millis(1)), "earliest first");
+    /// assert_eq!(q.remove(a).map(|e| e.key), Some("session-a"));
+    /// ```
     pub fn put(&self, item: T) -> Key {
         let deadline = to_nanos(item.deadline());
         self.put_at_nanos(item, deadline)
@@ -362,6 +467,20 @@ impl<T> DelayQueue<DelayItem<T>> {
 impl<T> DelayQueue<T> {
     /// Removes the element named by `key`, due or not, in O(log n).
     /// `None` if it was already taken, removed or cleared.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::DelayQueue;
+    ///
+    /// let q = DelayQueue::new();
+    /// let key = q.put_after("order-42", Duration::from_secs(1800));
+    /// // Paid: the timeout goes, long before its deadline.
+    /// assert_eq!(q.remove(key).map(|item| item.into_inner()), Some("order-42"));
+    /// assert!(q.remove(key).is_none(), "a key names one element, once");
+    /// assert!(q.is_empty());
+    /// ```
     pub fn remove(&self, key: Key) -> Option<T> {
         let mut state = self.shared.state.lock();
         let s = &mut *state;
@@ -374,11 +493,54 @@ impl<T> DelayQueue<T> {
 
     /// Takes the head once it is due, blocking as long as needed. Returns
     /// `None` only when the queue is closed and nothing is due.
+    ///
+    /// # Examples
+    ///
+    /// A consumer thread that runs until the queue is closed:
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::{Duration, Instant};
+    /// use schedpool::{DelayItem, DelayQueue};
+    ///
+    /// let q: Arc<DelayQueue<DelayItem<&str>>> = Arc::new(DelayQueue::new());
+    /// let consumer = {
+    ///     let q = q.clone();
+    ///     std::thread::spawn(move || {
+    ///         let mut expired = Vec::new();
+    ///         while let Some(item) = q.take() {
+    ///             expired.push(item.into_inner());
+    ///         }
+    ///         expired
+    ///     })
+    /// };
+    /// let now = Instant::now();
+    /// q.put(DelayItem::at("cache:b", now + Duration::from_millis(2)));
+    /// q.put(DelayItem::at("cache:a", now + Duration::from_millis(1)));
+    /// while !q.is_empty() {
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// q.close(); // wakes the consumer, whose take returns None
+    /// assert_eq!(consumer.join().unwrap(), ["cache:a", "cache:b"]);
+    /// ```
     pub fn take(&self) -> Option<T> {
         self.take_until(None)
     }
 
     /// The head if it is due now; never blocks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::DelayQueue;
+    ///
+    /// let q = DelayQueue::new();
+    /// q.put_after("retry", Duration::from_secs(60));
+    /// assert!(q.poll().is_none(), "not due: poll does not wait");
+    /// q.put_after("now", Duration::ZERO);
+    /// assert_eq!(q.poll().map(|item| item.into_inner()), Some("now"));
+    /// ```
     pub fn poll(&self) -> Option<T> {
         let mut state = self.shared.state.lock();
         let due = state
@@ -394,6 +556,20 @@ impl<T> DelayQueue<T> {
 
     /// Like [`take`](Self::take), but gives up after `timeout` (real time)
     /// and returns `None`. A zero timeout behaves like [`poll`](Self::poll).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::DelayQueue;
+    ///
+    /// let q = DelayQueue::new();
+    /// q.put_after("soon", Duration::from_millis(5));
+    /// q.put_after("in an hour", Duration::from_secs(3600));
+    /// let first = q.poll_timeout(Duration::from_secs(5));
+    /// assert_eq!(first.map(|item| item.into_inner()), Some("soon"));
+    /// assert!(q.poll_timeout(Duration::from_millis(5)).is_none(), "gave up");
+    /// ```
     pub fn poll_timeout(&self, timeout: Duration) -> Option<T> {
         match Instant::now().checked_add(timeout) {
             Some(limit) => self.take_until(Some(limit)),
@@ -410,6 +586,20 @@ impl<T> DelayQueue<T> {
     }
 
     /// The head's deadline, due or not; `None` when empty.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{DelayQueue, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let q = DelayQueue::with_clock(clock.clone());
+    /// assert_eq!(q.peek_deadline(), None);
+    /// q.put_after("b", Duration::from_secs(20));
+    /// q.put_after("a", Duration::from_secs(10));
+    /// assert_eq!(q.peek_deadline(), Some(clock.now() + Duration::from_secs(10)));
+    /// ```
     pub fn peek_deadline(&self) -> Option<Instant> {
         self.shared
             .state
@@ -420,6 +610,23 @@ impl<T> DelayQueue<T> {
     }
 
     /// Removes and returns every element already due, in deadline order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{DelayItem, DelayQueue, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let cache = DelayQueue::with_clock(clock.clone());
+    /// cache.put_after("user:2", Duration::from_secs(20));
+    /// cache.put_after("user:1", Duration::from_secs(10));
+    /// cache.put_after("user:3", Duration::from_secs(90));
+    /// clock.advance(Duration::from_secs(30));
+    /// let expired: Vec<_> = cache.drain_expired().into_iter().map(DelayItem::into_inner).collect();
+    /// assert_eq!(expired, ["user:1", "user:2"]);
+    /// assert_eq!(cache.len(), 1);
+    /// ```
     pub fn drain_expired(&self) -> Vec<T> {
         let mut state = self.shared.state.lock();
         let now = self.shared.clock.now();
@@ -443,17 +650,55 @@ impl<T> DelayQueue<T> {
     }
 
     /// The number of elements, due or not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::DelayQueue;
+    ///
+    /// let q = DelayQueue::new();
+    /// q.put_after(1, Duration::ZERO);
+    /// q.put_after(2, Duration::from_secs(60));
+    /// assert_eq!(q.len(), 2);
+    /// ```
     pub fn len(&self) -> usize {
         self.shared.state.lock().heap.len()
     }
 
     /// True when there are no elements at all.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::DelayQueue;
+    ///
+    /// let q = DelayQueue::new();
+    /// assert!(q.is_empty());
+    /// q.put_after((), Duration::from_secs(60));
+    /// assert!(!q.is_empty(), "not due counts too");
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Removes every element, due or not. Every outstanding key goes stale.
     /// The elements are dropped after the queue's lock is released.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::DelayQueue;
+    ///
+    /// let q = DelayQueue::new();
+    /// let key = q.put_after("a", Duration::from_secs(60));
+    /// q.put_after("b", Duration::ZERO);
+    /// q.clear();
+    /// assert!(q.is_empty());
+    /// assert!(q.remove(key).is_none(), "its key went stale");
+    /// ```
     pub fn clear(&self) {
         let values = {
             let mut state = self.shared.state.lock();
@@ -467,6 +712,21 @@ impl<T> DelayQueue<T> {
     /// Closes the queue: every blocked [`take`](Self::take) and
     /// [`poll_timeout`](Self::poll_timeout) wakes and returns `None` (or a
     /// due head), and later ones never block. Elements stay; `put` still works.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use schedpool::{DelayItem, DelayQueue};
+    ///
+    /// let q: Arc<DelayQueue<DelayItem<&str>>> = Arc::new(DelayQueue::new());
+    /// let waiter = { let q = q.clone(); std::thread::spawn(move || q.take()) };
+    /// q.close();
+    /// assert!(waiter.join().unwrap().is_none(), "a blocked take returns None");
+    /// q.put_after("still stored", Duration::ZERO);
+    /// assert_eq!(q.take().map(DelayItem::into_inner), Some("still stored"));
+    /// ```
     pub fn close(&self) {
         let mut state = self.shared.handoff();
         state.closed = true;
@@ -475,6 +735,17 @@ impl<T> DelayQueue<T> {
     }
 
     /// True once [`close`](Self::close) was called.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::{DelayItem, DelayQueue};
+    ///
+    /// let q: DelayQueue<DelayItem<()>> = DelayQueue::new();
+    /// assert!(!q.is_closed());
+    /// q.close();
+    /// assert!(q.is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.shared.state.lock().closed
     }

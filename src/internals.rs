@@ -113,13 +113,13 @@ pub fn pool_heap_index<T: 'static>(handle: &ScheduledHandle<T>) -> Option<usize>
 /// The durable queue's in-process leader/follower, for the loom models in
 /// `tests/loom/durable_handoff.rs` (which drive it with a fake backend).
 #[derive(Debug)]
-pub struct DurableTaker(crate::durable::taker::Taker);
+pub struct DurableTaker(crate::durable::take::taker::Taker);
 
 impl DurableTaker {
     /// A taker on `backend` with the default options.
     pub fn new(backend: std::sync::Arc<dyn crate::durable::DurableBackend>) -> Self {
-        DurableTaker(crate::durable::taker::Taker::new(
-            backend,
+        DurableTaker(crate::durable::take::taker::Taker::new(
+            crate::durable::store::contained::Store::new(backend),
             crate::durable::QueueOptions::default(),
         ))
     }

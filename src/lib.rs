@@ -151,8 +151,6 @@
 //! The example `metrics_prometheus` (package `schedpool-integration`)
 //! serves them to Prometheus; the guide's "Metrics" shows a scrape.
 //!
-//! A user guide with examples and migration tables from Java and from the
-//! `scheduled-thread-pool` crate is in `docs/guide.md`.
 //! The user [`guide`] (also `docs/guide.md`) tours what to reach for and why,
 //! with migration tables from Java and from the `scheduled-thread-pool` crate.
 //!
@@ -195,12 +193,8 @@ pub use pool::calendar::OnCalendar;
 pub use pool::cancel_guard::CancelOnDrop;
 pub use pool::executor::{ScheduledThreadPool, Terminated};
 pub use pool::handle::{PendingTask, ScheduledHandle, TaskState};
-#[allow(deprecated)]
-pub use pool::hooks::TaskPanic;
 pub use pool::hooks::{RunInfo, TaskFailure};
 pub use pool::idle::IdleTimer;
 pub use pool::periodic::Periodic;
 pub use pool::stats::{Lateness, PoolStats};
-#[allow(deprecated)]
-pub use task::policy::OnPanic;
 pub use task::policy::{MissedTicks, Next, OnFailure, RunOutcome, RunResult};

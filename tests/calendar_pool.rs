@@ -328,6 +328,55 @@ fn bad_options_and_empty_schedules_are_rejected() {
         .is_shutdown());
 }
 
+/// A rule that breaks the `Schedule` contract: it panics, or answers a
+/// time that is not after its argument (`back` seconds before it).
+#[derive(Debug)]
+enum Broken {
+    Panics,
+    GoesBack(u64),
+}
+
+impl schedpool::calendar::Schedule for Broken {
+    fn next_after(&self, after: SystemTime) -> Option<SystemTime> {
+        match self {
+            Broken::Panics => panic!("no rule here"),
+            Broken::GoesBack(back) => Some(after - Duration::from_secs(*back)),
+        }
+    }
+}
+
+#[test]
+fn a_schedule_that_breaks_its_contract_at_start_is_rejected_with_what_it_did() {
+    let (_clock, pool) = pool_at("2025-01-01T00:00:00");
+    let panicked = pool.schedule_calendar(|| (), Broken::Panics).unwrap_err();
+    assert!(panicked.is_invalid_argument(), "{panicked}");
+    assert_eq!(
+        panicked.to_string(),
+        "task rejected: the schedule panicked in next_after(2025-01-01T00:00:00Z): \
+         no rule here"
+    );
+    let back = pool
+        .on_calendar(Broken::GoesBack(3600))
+        .start(|| ())
+        .unwrap_err();
+    assert!(back.is_invalid_argument(), "{back}");
+    assert_eq!(
+        back.to_string(),
+        "task rejected: the schedule broke its contract: next_after(2025-01-01T00:00:00Z) \
+         returned 2024-12-31T23:00:00Z, not a time after it"
+    );
+    let same = pool
+        .on_calendar(Broken::GoesBack(0))
+        .start(|| ())
+        .unwrap_err();
+    assert!(
+        same.to_string()
+            .contains("returned 2025-01-01T00:00:00Z, not a time after it"),
+        "{same}"
+    );
+    assert_eq!(pool.task_count(), 0, "nothing was accepted");
+}
+
 #[test]
 fn a_calendar_run_is_a_task_span_of_kind_calendar() {
     let (clock, pool) = pool_at("2025-01-01T00:00:00");

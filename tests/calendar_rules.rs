@@ -574,5 +574,72 @@ fn far_times_end_cleanly() {
         "past jiff's last day: no fire, no panic"
     );
     let early = std::time::UNIX_EPOCH - Duration::from_secs(400 * 365 * 86_400);
-    assert!(daily.next_after(early).is_some());
+    assert_eq!(
+        daily.next_after(early).map(calendar_support::utc),
+        Some("1570-04-09T00:00:00Z".to_owned())
+    );
+    // Before the year -9999 (jiff's first): the first fire the rule has
+    // from there (documented in `schedpool::calendar`).
+    let before = std::time::UNIX_EPOCH - Duration::from_secs(13_000 * 365 * 86_400);
+    assert_eq!(
+        daily.next_after(before).map(calendar_support::utc),
+        Some("-9999-01-03T00:00:00Z".to_owned())
+    );
+}
+
+#[test]
+fn instants_before_1970_get_their_own_fire_times() {
+    use calendar_support::utc;
+    let next = |rule: &dyn Schedule, after: &str| rule.next_after(at(after)).map(utc);
+    let some = |t: &str| Some(t.to_owned());
+    // A fire before 1970, and one across the epoch.
+    let daily = Cron::new("@daily", "UTC").unwrap();
+    assert_eq!(
+        next(&daily, "1969-07-20T20:17:40"),
+        some("1969-07-21T00:00:00Z")
+    );
+    assert_eq!(
+        next(&daily, "1969-12-31T12:00:00"),
+        some("1970-01-01T00:00:00Z")
+    );
+    let quarter = Cron::new("*/15 * * * * *", "UTC").unwrap();
+    assert_eq!(
+        next(&quarter, "1969-12-31T23:59:40"),
+        some("1969-12-31T23:59:45Z")
+    );
+    assert_eq!(
+        next(&quarter, "1969-12-31T23:59:50"),
+        some("1970-01-01T00:00:00Z")
+    );
+    let sub_second = std::time::UNIX_EPOCH - Duration::from_millis(100_500);
+    assert_eq!(
+        quarter.next_after(sub_second).map(utc),
+        some("1969-12-31T23:58:30Z")
+    );
+    // The zone's rules of the time: New York's summer time of 1965, Berlin
+    // without one in 1961, London's year-round +01:00 of 1968-1971.
+    let noon = Cron::new("0 12 * * *", "America/New_York").unwrap();
+    assert_eq!(
+        next(&noon, "1965-07-01T00:00:00"),
+        some("1965-07-01T16:00:00Z")
+    );
+    assert_eq!(
+        next(&noon, "1965-12-01T00:00:00"),
+        some("1965-12-01T17:00:00Z")
+    );
+    let berlin = Cron::new("30 2 * * MON", "Europe/Berlin").unwrap();
+    assert_eq!(
+        next(&berlin, "1961-08-13T00:00:00"),
+        some("1961-08-14T01:30:00Z")
+    );
+    let london = Daily::at("09:00", "Europe/London").unwrap();
+    assert_eq!(
+        next(&london, "1969-01-15T00:00:00"),
+        some("1969-01-15T08:00:00Z")
+    );
+    let hourly = Aligned::every(Duration::from_secs(3600), "UTC").unwrap();
+    assert_eq!(
+        next(&hourly, "1960-06-01T00:10:00"),
+        some("1960-06-01T01:00:00Z")
+    );
 }

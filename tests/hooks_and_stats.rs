@@ -1,4 +1,4 @@
-//! The pool's panic handler, before/after hooks, RunInfo and stats.
+//! The pool's failure handler, before/after hooks, RunInfo and stats.
 
 mod common;
 
@@ -10,7 +10,7 @@ use common::{eventually, Log, PoolGuard, EVENTUALLY};
 use schedpool::{ManualClock, OnFailure, RunInfo, ScheduledThreadPool};
 
 #[test]
-fn the_panic_handler_sees_every_panic_with_payload_and_id() {
+fn the_failure_handler_sees_every_panic_with_payload_and_id() {
     let seen: Log<(u64, String, Option<u32>)> = Log::new();
     let s = seen.clone();
     let pool = PoolGuard(

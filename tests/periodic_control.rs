@@ -64,7 +64,7 @@ fn missed_ticks_burst_skip_delay() {
 }
 
 #[test]
-fn on_panic_stop_continue_backoff() {
+fn on_failure_stop_continue_backoff() {
     // Stop (default): the handle completes with the panic.
     let (clock, pool) = virtual_pool(1);
     let h = pool

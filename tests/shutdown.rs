@@ -611,3 +611,40 @@ fn a_waker_that_panics_at_termination_does_not_keep_the_others_asleep() {
         assert_eq!(future.as_mut().poll(&mut cx), Poll::Ready(()));
     }
 }
+
+#[test]
+fn debug_names_the_run_state() {
+    let state = |pool: &ScheduledThreadPool| {
+        let debug = format!("{pool:?}");
+        let from = debug.find("run_state: ").expect(&debug) + "run_state: ".len();
+        let to = from + debug[from..].find(',').expect(&debug);
+        debug[from..to].to_owned()
+    };
+    let delaying = ScheduledThreadPool::new(1);
+    assert_eq!(state(&delaying), "Running");
+    // A delayed one-shot keeps a shut-down pool from terminating.
+    let _delayed = delaying.schedule(|| (), Duration::from_secs(3600)).unwrap();
+    delaying.shutdown();
+    assert_eq!(state(&delaying), "Shutdown");
+
+    // A running task keeps a stopped pool from terminating.
+    let (started, release) = (Gate::new(), Gate::new());
+    let (s, r) = (started.clone(), release.clone());
+    let stopping = ScheduledThreadPool::new(1);
+    let running = stopping
+        .submit(move || {
+            s.open();
+            r.wait();
+        })
+        .unwrap();
+    started.wait();
+    assert!(stopping.shutdown_now().is_empty());
+    assert_eq!(state(&stopping), "Stop");
+    release.open();
+    running.join().unwrap();
+    assert!(stopping.await_termination(EVENTUALLY));
+    assert_eq!(state(&stopping), "Terminated");
+
+    assert_eq!(delaying.shutdown_now().len(), 1);
+    assert!(delaying.await_termination(EVENTUALLY));
+}

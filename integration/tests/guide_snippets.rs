@@ -231,7 +231,7 @@ mod snippet_12 {
     }
 }
 
-// Snippet 13: docs/guide.md, line 346.
+// Snippet 13: docs/guide.md, line 345.
 #[rustfmt::skip]
 mod snippet_13 {
     use schedpool::*;
@@ -244,7 +244,7 @@ mod snippet_13 {
     }
 }
 
-// Snippet 14: docs/guide.md, line 369.
+// Snippet 14: docs/guide.md, line 368.
 #[rustfmt::skip]
 mod snippet_14 {
     use schedpool::*;
@@ -264,7 +264,7 @@ mod snippet_14 {
     }
 }
 
-// Snippet 15: docs/guide.md, line 392.
+// Snippet 15: docs/guide.md, line 391.
 #[rustfmt::skip]
 mod snippet_15 {
     use schedpool::*;
@@ -278,7 +278,7 @@ mod snippet_15 {
     }
 }
 
-// Snippet 16: docs/guide.md, line 410.
+// Snippet 16: docs/guide.md, line 409.
 #[rustfmt::skip]
 mod snippet_16 {
     use schedpool::*;
@@ -300,7 +300,7 @@ mod snippet_16 {
     }
 }
 
-// Snippet 17: docs/guide.md, line 444.
+// Snippet 17: docs/guide.md, line 443.
 #[rustfmt::skip]
 mod snippet_17 {
     use schedpool::*;
@@ -321,10 +321,10 @@ mod snippet_17 {
     }
 }
 
-// Snippet 18: docs/guide.md, line 476.
+// Snippet 18: docs/guide.md, line 475.
 // Not compiled: it needs tracing-subscriber, which no package here depends on.
 
-// Snippet 19: docs/guide.md, line 490.
+// Snippet 19: docs/guide.md, line 489.
 #[rustfmt::skip]
 mod snippet_19 {
     use schedpool::*;
@@ -340,7 +340,7 @@ mod snippet_19 {
     }
 }
 
-// Snippet 20: docs/guide.md, line 515.
+// Snippet 20: docs/guide.md, line 514.
 #[cfg(all(feature = "metrics"))]
 #[rustfmt::skip]
 mod snippet_20 {
@@ -361,7 +361,7 @@ mod snippet_20 {
     }
 }
 
-// Snippet 21: docs/guide.md, line 682.
+// Snippet 21: docs/guide.md, line 681.
 #[rustfmt::skip]
 mod snippet_21 {
     use schedpool::*;
@@ -384,7 +384,7 @@ mod snippet_21 {
     }
 }
 
-// Snippet 22: docs/guide.md, line 734.
+// Snippet 22: docs/guide.md, line 733.
 #[rustfmt::skip]
 mod snippet_22 {
     use schedpool::*;
@@ -404,7 +404,7 @@ mod snippet_22 {
     }
 }
 
-// Snippet 23: docs/guide.md, line 771.
+// Snippet 23: docs/guide.md, line 770.
 #[rustfmt::skip]
 mod snippet_23 {
     use schedpool::*;
@@ -416,7 +416,7 @@ mod snippet_23 {
     }
 }
 
-// Snippet 24: docs/guide.md, line 784.
+// Snippet 24: docs/guide.md, line 783.
 #[rustfmt::skip]
 mod snippet_24 {
     use schedpool::*;
@@ -434,7 +434,7 @@ mod snippet_24 {
     }
 }
 
-// Snippet 25: docs/guide.md, line 804.
+// Snippet 25: docs/guide.md, line 803.
 #[rustfmt::skip]
 mod snippet_25 {
     use schedpool::*;
@@ -451,7 +451,7 @@ mod snippet_25 {
     }
 }
 
-// Snippet 26: docs/guide.md, line 830.
+// Snippet 26: docs/guide.md, line 829.
 #[rustfmt::skip]
 mod snippet_26 {
     use schedpool::*;
@@ -471,7 +471,7 @@ mod snippet_26 {
     }
 }
 
-// Snippet 27: docs/guide.md, line 845.
+// Snippet 27: docs/guide.md, line 844.
 #[rustfmt::skip]
 mod snippet_27 {
     use schedpool::*;
@@ -484,7 +484,7 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 892.
+// Snippet 28: docs/guide.md, line 901.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_28 {
@@ -507,7 +507,7 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 958.
+// Snippet 29: docs/guide.md, line 967.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_29 {
@@ -527,7 +527,7 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 973.
+// Snippet 30: docs/guide.md, line 982.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_30 {
@@ -552,7 +552,7 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1008.
+// Snippet 31: docs/guide.md, line 1017.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_31 {
@@ -585,7 +585,7 @@ mod snippet_31 {
     }
 }
 
-// Snippet 32: docs/guide.md, line 1085.
+// Snippet 32: docs/guide.md, line 1094.
 #[rustfmt::skip]
 mod snippet_32 {
     use schedpool::*;

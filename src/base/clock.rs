@@ -247,6 +247,18 @@ struct ManualInner {
 
 impl ManualClock {
     /// A clock frozen at the `Instant` it was made.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    ///
+    /// let clock = ManualClock::new();
+    /// let t0 = clock.now();
+    /// std::thread::sleep(Duration::from_millis(2));
+    /// assert_eq!(clock.now(), t0, "real time does not move it");
+    /// ```
     pub fn new() -> Self {
         ManualClock {
             inner: Arc::new(ManualInner {
@@ -261,6 +273,18 @@ impl ManualClock {
     /// The clock's wall-clock time: the system's wall time when the clock
     /// was made, plus everything advanced, plus every step made with
     /// [`set_wall_time`](Self::set_wall_time).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    ///
+    /// let clock = ManualClock::new();
+    /// let start = clock.wall_time();
+    /// clock.advance(Duration::from_secs(3600));
+    /// assert_eq!(clock.wall_time(), start + Duration::from_secs(3600));
+    /// ```
     pub fn wall_time(&self) -> SystemTime {
         let base = self.inner.wall_base.lock();
         let advanced = self.inner.offset.load(Ordering::Acquire);
@@ -293,17 +317,60 @@ impl ManualClock {
     }
 
     /// The clock's time: its start plus everything advanced.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{DelayItem, DelayQueue, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let q = DelayQueue::with_clock(clock.clone());
+    /// // Deadlines for a queue on this clock come from this clock.
+    /// q.put(DelayItem::at("retry", clock.now() + Duration::from_secs(5)));
+    /// clock.advance(Duration::from_secs(5));
+    /// assert!(q.poll().is_some());
+    /// ```
     pub fn now(&self) -> Instant {
         to_instant(self.now_nanos())
     }
 
     /// The total time advanced so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    ///
+    /// let clock = ManualClock::new();
+    /// clock.advance(Duration::from_secs(90));
+    /// clock.advance(Duration::from_secs(30));
+    /// assert_eq!(clock.elapsed(), Duration::from_secs(120));
+    /// ```
     pub fn elapsed(&self) -> Duration {
         Duration::from_nanos(self.inner.offset.load(Ordering::Acquire))
     }
 
     /// Moves the clock forward by `by` (saturating at about 146 years) and
     /// wakes every pool and queue that uses it, so what became due runs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let unpaid = pool.schedule(|| "order closed", Duration::from_secs(30 * 60))?;
+    /// clock.advance(Duration::from_secs(29 * 60));
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert!(!unpaid.is_done(), "never early");
+    /// clock.advance(Duration::from_secs(60));
+    /// assert_eq!(unpaid.join()?, "order closed");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn advance(&self, by: Duration) {
         let by = delay_nanos(by);
         let mut current = self.inner.offset.load(Ordering::Acquire);

@@ -3,15 +3,21 @@
 //! without a value) and [`BuildError`] (a pool configuration that cannot
 //! be built).
 
+use std::borrow::Cow;
 use std::error::Error;
 use std::fmt;
+use std::io;
+use std::sync::Arc;
 
 /// A submission the pool refused. Nothing of it was queued and nothing of it
 /// will ever run.
 ///
 /// The pool rejects for three reasons: it is shut down, an argument is
 /// invalid (a zero period or fixed delay), or it could not start a worker
-/// thread and has none. [`Display`](fmt::Display) says which.
+/// thread and has none. [`Display`](fmt::Display) says which. For the last,
+/// the OS's [`io::Error`] is the rejection's [`source`](Error::source)
+/// (its text is in the message too), so code can look at its kind or
+/// `raw_os_error`; two rejections compare equal when their messages do.
 ///
 /// # Examples
 ///
@@ -33,12 +39,28 @@ pub struct Rejected {
     reason: Reason,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Reason {
     Shutdown,
-    InvalidArgument(&'static str),
-    NoWorker(String),
+    InvalidArgument(Cow<'static, str>),
+    /// Shared, so that `Rejected` stays `Clone` (an `io::Error` is not).
+    NoWorker(Arc<io::Error>),
 }
+
+impl PartialEq for Reason {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Reason::Shutdown, Reason::Shutdown) => true,
+            (Reason::InvalidArgument(a), Reason::InvalidArgument(b)) => a == b,
+            (Reason::NoWorker(a), Reason::NoWorker(b)) => {
+                a.kind() == b.kind() && a.to_string() == b.to_string()
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Reason {}
 
 impl Rejected {
     pub(crate) fn shutdown() -> Self {
@@ -46,28 +68,76 @@ impl Rejected {
             reason: Reason::Shutdown,
         }
     }
-    pub(crate) fn invalid(what: &'static str) -> Self {
+    pub(crate) fn invalid(what: impl Into<Cow<'static, str>>) -> Self {
         Rejected {
-            reason: Reason::InvalidArgument(what),
+            reason: Reason::InvalidArgument(what.into()),
         }
     }
-    pub(crate) fn no_worker(err: &std::io::Error) -> Self {
+    /// A copy of `err` is kept (the pool still logs the original): the
+    /// same OS error code, or else the same kind and text.
+    pub(crate) fn no_worker(err: &io::Error) -> Self {
+        let copy = match err.raw_os_error() {
+            Some(code) => io::Error::from_raw_os_error(code),
+            None => io::Error::new(err.kind(), err.to_string()),
+        };
         Rejected {
-            reason: Reason::NoWorker(err.to_string()),
+            reason: Reason::NoWorker(Arc::new(copy)),
         }
     }
 
     /// True if the pool had begun shutting down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// pool.shutdown();
+    /// assert!(pool.submit(|| ()).unwrap_err().is_shutdown());
+    /// ```
     pub fn is_shutdown(&self) -> bool {
         matches!(self.reason, Reason::Shutdown)
     }
 
     /// True if an argument was invalid (for example a zero period).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let err = pool.schedule_at_fixed_rate(|| (), Duration::ZERO, Duration::ZERO).unwrap_err();
+    /// assert!(err.is_invalid_argument() && !err.is_shutdown());
+    /// ```
     pub fn is_invalid_argument(&self) -> bool {
         matches!(self.reason, Reason::InvalidArgument(_))
     }
 
-    /// True if no worker thread existed and a new one could not be started.
+    /// True if no worker thread existed and a new one could not be started;
+    /// the OS's error is then [`source`](Error::source).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::error::Error;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// fn submit(pool: &ScheduledThreadPool) -> Result<(), String> {
+    ///     match pool.execute(|| ()) {
+    ///         Ok(()) => Ok(()),
+    ///         Err(e) if e.is_no_worker() => {
+    ///             // Out of threads or memory: the OS's error says which.
+    ///             let os = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+    ///             Err(format!("no worker ({:?})", os.map(|e| e.kind())))
+    ///         }
+    ///         Err(e) => Err(e.to_string()),
+    ///     }
+    /// }
+    /// assert_eq!(submit(&ScheduledThreadPool::new(1)), Ok(()));
+    /// ```
     pub fn is_no_worker(&self) -> bool {
         matches!(self.reason, Reason::NoWorker(_))
     }
@@ -88,7 +158,14 @@ impl fmt::Display for Rejected {
     }
 }
 
-impl Error for Rejected {}
+impl Error for Rejected {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match &self.reason {
+            Reason::NoWorker(err) => Some(&**err),
+            Reason::Shutdown | Reason::InvalidArgument(_) => None,
+        }
+    }
+}
 
 /// Why an accepted task produced no value: cancelled, panicked, or (a
 /// periodic task) stopped by an `Err` its body returned.
@@ -134,11 +211,34 @@ pub enum TaskError {
 
 impl TaskError {
     /// True for [`TaskError::Cancelled`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.schedule(|| (), Duration::from_secs(60))?;
+    /// h.cancel();
+    /// assert!(h.join().unwrap_err().is_cancelled());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self, TaskError::Cancelled)
     }
 
     /// True for [`TaskError::Panicked`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// assert!(pool.submit(|| -> u8 { panic!("boom") })?.join().unwrap_err().is_panic());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self, TaskError::Panicked(_))
     }
@@ -150,6 +250,19 @@ impl TaskError {
     ///
     /// If the task did not panic; [`try_into_panic`](Self::try_into_panic)
     /// returns the error instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let err = pool.submit(|| -> u8 { panic!("boom") })?.join().unwrap_err();
+    /// let payload = err.into_panic();
+    /// assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
+    /// // To re-raise it on this thread: std::panic::resume_unwind(payload).
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn into_panic(self) -> Box<dyn std::any::Any + Send> {
         match self.try_into_panic() {
@@ -163,6 +276,22 @@ impl TaskError {
     /// # Errors
     ///
     /// `self`, unchanged, if it is not [`TaskError::Panicked`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.schedule(|| (), Duration::from_secs(60))?;
+    /// h.cancel();
+    /// let err = h.join().unwrap_err();
+    /// assert!(err.try_into_panic().unwrap_err().is_cancelled(), "not a panic: given back");
+    /// let err = pool.submit(|| -> () { panic!("boom") })?.join().unwrap_err();
+    /// assert_eq!(err.try_into_panic().ok().and_then(|p| p.downcast_ref::<&str>().copied()), Some("boom"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_into_panic(self) -> Result<Box<dyn std::any::Any + Send>, TaskError> {
         match self {
             TaskError::Panicked(panic) => Ok(panic.into_payload()),
@@ -171,11 +300,36 @@ impl TaskError {
     }
 
     /// True for [`TaskError::Failed`]: a periodic body returned `Err`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.at_fixed_rate(Duration::from_millis(1)).start(|| Err::<(), _>("quota exceeded"))?;
+    /// let err = h.join().unwrap_err();
+    /// assert!(err.is_failed());
+    /// assert_eq!(err.failure_message(), Some("quota exceeded"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_failed(&self) -> bool {
         matches!(self, TaskError::Failed(_))
     }
 
     /// The panic message, if the task panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let err = pool.submit(|| -> u8 { panic!("index {} out of range", 7) })?.join().unwrap_err();
+    /// assert_eq!(err.panic_message(), Some("index 7 out of range"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn panic_message(&self) -> Option<&str> {
         match self {
             TaskError::Panicked(panic) => Some(panic.message()),
@@ -185,6 +339,19 @@ impl TaskError {
 
     /// The failure's text: the panic message, or the text of the `Err` a
     /// periodic body returned; `None` if cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let panicked = pool.submit(|| -> u8 { panic!("bug") })?.join().unwrap_err();
+    /// let failed = pool.at_fixed_rate(Duration::from_millis(1)).start(|| Err::<(), _>("503"))?.join().unwrap_err();
+    /// assert_eq!((panicked.failure_message(), failed.failure_message()), (Some("bug"), Some("503")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn failure_message(&self) -> Option<&str> {
         match self {
             TaskError::Panicked(panic) => Some(panic.message()),
@@ -214,6 +381,22 @@ impl Error for TaskError {}
 /// is a string (the common case, copied); a payload of another type goes
 /// to the pool's failure handler, and this one then holds the message as a
 /// `String`. Not `Clone` (a payload is not), so neither is [`TaskError`].
+///
+/// # Examples
+///
+/// ```
+/// use schedpool::{ScheduledThreadPool, TaskError};
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// match pool.submit(|| -> u32 { panic!("row {} is corrupt", 17) })?.join() {
+///     Err(TaskError::Panicked(panic)) => {
+///         assert_eq!(panic, "row 17 is corrupt"); // compares with its message
+///         assert!(panic.contains("corrupt"));     // and derefs to it
+///     }
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Panic {
     message: String,
     /// `Mutex` only to make it `Sync` (a payload is `Send` only); it is
@@ -231,11 +414,37 @@ impl Panic {
 
     /// The panic message (or a placeholder when the payload was neither
     /// `&str` nor `String`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::{ScheduledThreadPool, TaskError};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// match pool.submit(|| -> u8 { panic!("boom") })?.join() {
+    ///     Err(TaskError::Panicked(panic)) => assert_eq!(panic.message(), "boom"),
+    ///     other => panic!("unexpected {other:?}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn message(&self) -> &str {
         &self.message
     }
 
     /// The payload, for `std::panic::resume_unwind`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::{ScheduledThreadPool, TaskError};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// if let Err(TaskError::Panicked(panic)) = pool.submit(|| -> u8 { std::panic::panic_any(7u8) })?.join() {
+    ///     // Another type than a string: the handle's payload is the message.
+    ///     assert!(panic.into_payload().downcast_ref::<String>().is_some());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_payload(self) -> Box<dyn std::any::Any + Send> {
         self.payload
             .into_inner()
@@ -358,11 +567,29 @@ impl BuildError {
     }
 
     /// True if the thread name prefix contains a NUL byte.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let err = ScheduledThreadPool::builder().thread_name("a\0b").build().unwrap_err();
+    /// assert!(err.is_invalid_thread_name());
+    /// ```
     pub fn is_invalid_thread_name(&self) -> bool {
         matches!(self.kind, BuildErrorKind::ThreadName)
     }
 
     /// True if more core threads were asked for than the pool allows.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let err = ScheduledThreadPool::builder().core_threads(usize::MAX).build().unwrap_err();
+    /// assert!(err.is_too_many_threads());
+    /// ```
     pub fn is_too_many_threads(&self) -> bool {
         matches!(self.kind, BuildErrorKind::TooManyThreads { .. })
     }

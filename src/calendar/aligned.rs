@@ -58,6 +58,19 @@ impl Aligned {
     /// # Errors
     ///
     /// As [`new`](Self::new).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use schedpool::calendar::{Aligned, Schedule};
+    ///
+    /// let quarter_hours = Aligned::every(Duration::from_secs(15 * 60), "Europe/London")?;
+    /// let t = UNIX_EPOCH + Duration::from_secs(1_736_942_400 + 7 * 60); // 2025-01-15 12:07 UTC (GMT)
+    /// assert_eq!(quarter_hours.next_after(t), Some(UNIX_EPOCH + Duration::from_secs(1_736_942_400 + 15 * 60)));
+    /// assert!(Aligned::every(Duration::from_secs(7 * 60), "UTC").is_err(), "7 minutes do not divide a day");
+    /// # Ok::<(), schedpool::calendar::CalendarError>(())
+    /// ```
     pub fn every(interval: Duration, zone: &str) -> Result<Aligned, CalendarError> {
         Aligned::new(interval, Duration::ZERO, zone)
     }
@@ -71,6 +84,21 @@ impl Aligned {
     /// that divides a day (1 s to 24 h: 5 minutes does, 7 minutes does not),
     /// if `offset` is not whole seconds below `interval`, or for an unknown
     /// zone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use schedpool::calendar::{Aligned, Schedule};
+    ///
+    /// // Every 6 hours at 00:30, 06:30, 12:30, 18:30 UTC.
+    /// let rule = Aligned::new(Duration::from_secs(6 * 3600), Duration::from_secs(30 * 60), "UTC")?;
+    /// let noon = UNIX_EPOCH + Duration::from_secs(1_736_942_400); // 2025-01-15 12:00 UTC
+    /// assert_eq!(rule.next_after(noon), Some(noon + Duration::from_secs(30 * 60)));
+    /// let err = Aligned::new(Duration::from_secs(3600), Duration::from_secs(3600), "UTC").unwrap_err();
+    /// println!("{err}"); // the offset must be below the interval
+    /// # Ok::<(), schedpool::calendar::CalendarError>(())
+    /// ```
     pub fn new(interval: Duration, offset: Duration, zone: &str) -> Result<Aligned, CalendarError> {
         let described = format!("every {interval:?} + {offset:?}");
         let whole = |d: Duration| d.subsec_nanos() == 0;
@@ -97,7 +125,13 @@ impl Aligned {
     }
 }
 
-zoned_rule!(Aligned, boundaries, gap: "[`Gap::RunAtEnd`]", overlap: "[`Overlap::Both`]");
+zoned_rule!(
+    Aligned,
+    boundaries,
+    gap: "[`Gap::RunAtEnd`]",
+    overlap: "[`Overlap::Both`]",
+    example: "Aligned::every(std::time::Duration::from_secs(900), \"Europe/Berlin\")"
+);
 
 impl fmt::Debug for Aligned {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -116,6 +116,16 @@ impl Cron {
     }
 
     /// The expression, as given.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::calendar::Cron;
+    ///
+    /// let rule = Cron::new("0 9 * * MON-FRI", "America/New_York")?;
+    /// assert_eq!((rule.expression(), rule.zone()), ("0 9 * * MON-FRI", "America/New_York"));
+    /// # Ok::<(), schedpool::calendar::CalendarError>(())
+    /// ```
     pub fn expression(&self) -> &str {
         &self.expression
     }
@@ -125,7 +135,8 @@ zoned_rule!(
     Cron,
     matcher,
     gap: "[`Gap::RunAtEnd`]",
-    overlap: "[`Overlap::First`], or [`Overlap::Both`] when the hour field matches every hour"
+    overlap: "[`Overlap::First`], or [`Overlap::Both`] when the hour field matches every hour",
+    example: "Cron::new(\"30 2 * * *\", \"Europe/Berlin\")"
 );
 
 impl fmt::Debug for Cron {

@@ -53,6 +53,20 @@ impl Daily {
     /// A [`CalendarError`] for a time that does not parse or is out of
     /// range (`"24:00"`, `"7pm"`; its position says where), or an unknown
     /// zone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use schedpool::calendar::{CalendarErrorKind, Daily, Schedule};
+    ///
+    /// let backup = Daily::at("02:30", "Europe/Berlin")?;
+    /// let noon = UNIX_EPOCH + Duration::from_secs(1_736_942_400); // 2025-01-15 12:00 UTC
+    /// // 02:30 CET the next night is 01:30 UTC.
+    /// assert_eq!(backup.next_after(noon), Some(noon + Duration::from_secs(13 * 3600 + 30 * 60)));
+    /// assert_eq!(Daily::at("24:00", "UTC").unwrap_err().kind(), CalendarErrorKind::InvalidTime);
+    /// # Ok::<(), schedpool::calendar::CalendarError>(())
+    /// ```
     pub fn at(time: &str, zone: &str) -> Result<Daily, CalendarError> {
         Ok(Daily {
             time: TimeOfDay::parse(time)?,
@@ -61,7 +75,13 @@ impl Daily {
     }
 }
 
-zoned_rule!(Daily, time, gap: "[`Gap::RunAtEnd`]", overlap: "[`Overlap::First`]");
+zoned_rule!(
+    Daily,
+    time,
+    gap: "[`Gap::RunAtEnd`]",
+    overlap: "[`Overlap::First`]",
+    example: "Daily::at(\"02:30\", \"Europe/Berlin\")"
+);
 
 impl fmt::Debug for Daily {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -9,6 +9,18 @@
 use std::fmt;
 
 /// What was wrong, for [`CalendarError::kind`].
+///
+/// # Examples
+///
+/// ```
+/// use schedpool::calendar::{CalendarErrorKind, Daily};
+///
+/// match Daily::at("25:00", "UTC") {
+///     Err(e) if e.kind() == CalendarErrorKind::InvalidTime => println!("ask again: {e}"),
+///     Err(e) => panic!("unexpected {e}"),
+///     Ok(_) => unreachable!(),
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CalendarErrorKind {
@@ -50,28 +62,74 @@ pub struct CalendarError {
 
 impl CalendarError {
     /// What was wrong.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::calendar::{CalendarErrorKind, Cron};
+    ///
+    /// let err = Cron::new("@daily", "Europe/Atlantis").unwrap_err();
+    /// assert_eq!(err.kind(), CalendarErrorKind::UnknownZone);
+    /// ```
     pub fn kind(&self) -> CalendarErrorKind {
         self.kind
     }
 
     /// The input that was refused: the expression, zone name, time of day.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::calendar::Daily;
+    ///
+    /// assert_eq!(Daily::at("7pm", "UTC").unwrap_err().input(), "7pm");
+    /// ```
     pub fn input(&self) -> &str {
         &self.input
     }
 
     /// Where in [`input`](Self::input) the problem starts, as a byte offset
     /// (the column is one more, for ASCII input), when it is one place.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::calendar::Cron;
+    ///
+    /// let err = Cron::new("0 25 * * *", "UTC").unwrap_err();
+    /// let at = err.position().unwrap();
+    /// assert_eq!(&err.input()[at..at + 2], "25", "points at the hour field");
+    /// ```
     pub fn position(&self) -> Option<usize> {
         self.position
     }
 
     /// The cron field the problem is in (`"second"`, `"minute"`, `"hour"`,
     /// `"day of month"`, `"month"`, `"day of week"`), when it is in one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::calendar::Cron;
+    ///
+    /// assert_eq!(Cron::new("0 0 * 13 *", "UTC").unwrap_err().field(), Some("month"));
+    /// assert_eq!(Cron::new("@daily", "Nowhere/Land").unwrap_err().field(), None);
+    /// ```
     pub fn field(&self) -> Option<&'static str> {
         self.field
     }
 
     /// Why, in words (also part of the `Display` text).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::calendar::Cron;
+    ///
+    /// let err = Cron::new("0 0 30 2 *", "UTC").unwrap_err();
+    /// assert!(err.to_string().contains(err.reason()));
+    /// println!("{}", err.reason()); // no date matches it in 400 years ...
+    /// ```
     pub fn reason(&self) -> &str {
         &self.reason
     }

@@ -73,6 +73,25 @@ pub trait Schedule: Send + Sync + fmt::Debug + 'static {
 }
 
 /// The fire times of a schedule, from [`Schedule::fires_after`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+/// use schedpool::calendar::Schedule;
+///
+/// #[derive(Debug)]
+/// struct Hourly;
+/// impl Schedule for Hourly {
+///     fn next_after(&self, t: SystemTime) -> Option<SystemTime> {
+///         let s = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+///         Some(UNIX_EPOCH + Duration::from_secs((s / 3600 + 1) * 3600))
+///     }
+/// }
+/// // The next three fires, to show a user when their job will run.
+/// let next: Vec<SystemTime> = Hourly.fires_after(SystemTime::now()).take(3).collect();
+/// assert!(next.windows(2).all(|w| w[1].duration_since(w[0]).ok() == Some(Duration::from_secs(3600))));
+/// ```
 #[derive(Debug)]
 pub struct FireTimes<'a, S: ?Sized> {
     schedule: &'a S,

@@ -146,21 +146,53 @@ impl Zoned {
 /// `zone` getter, and the [`Schedule`](super::Schedule) impl that walks its
 /// wall rule (`$wall`, a field) through its `zone: Zoned` field.
 macro_rules! zoned_rule {
-    ($rule:ident, $wall:ident, gap: $gap:literal, overlap: $overlap:literal) => {
+    ($rule:ident, $wall:ident, gap: $gap:literal, overlap: $overlap:literal, example: $new:literal) => {
         impl $rule {
             #[doc = concat!("What a fire time in a daylight-saving gap does (default ", $gap, ").")]
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use schedpool::calendar::{", stringify!($rule), ", Gap};")]
+            ///
+            /// // Nothing on the night the clocks skip the fire time.
+            #[doc = concat!("let rule = ", $new, "?.on_gap(Gap::Skip);")]
+            /// # let _ = rule;
+            /// # Ok::<(), schedpool::calendar::CalendarError>(())
+            /// ```
             pub fn on_gap(mut self, policy: Gap) -> Self {
                 self.zone.gap = policy;
                 self
             }
 
             #[doc = concat!("What a fire time in a daylight-saving overlap does (default ", $overlap, ").")]
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use schedpool::calendar::{", stringify!($rule), ", Overlap};")]
+            ///
+            /// // Run at the second occurrence of a repeated wall time only.
+            #[doc = concat!("let rule = ", $new, "?.on_overlap(Overlap::Second);")]
+            /// # let _ = rule;
+            /// # Ok::<(), schedpool::calendar::CalendarError>(())
+            /// ```
             pub fn on_overlap(mut self, policy: Overlap) -> Self {
                 self.zone.overlap = policy;
                 self
             }
 
             /// The time zone's IANA name, as given.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use schedpool::calendar::", stringify!($rule), ";")]
+            ///
+            #[doc = concat!("let rule = ", $new, "?;")]
+            /// assert_eq!(rule.zone(), "Europe/Berlin");
+            /// # Ok::<(), schedpool::calendar::CalendarError>(())
+            /// ```
             pub fn zone(&self) -> &str {
                 self.zone.name()
             }

@@ -1,6 +1,6 @@
 //! Dead letters as users see them: [`DeadLetter`], and the verbs that read,
 //! requeue and purge them, on [`DurableQueue`] and [`DurablePool`] (an impl
-//! block of each, as `postgres/tx.rs` has).
+//! block of each, above both).
 //!
 //! Invariants:
 //!
@@ -14,12 +14,13 @@
 
 use std::time::SystemTime;
 
-use super::backend::{Buried, DurableError};
-use super::calendar_def;
-use super::delivery::ms_to_time;
-use super::envelope::{self, Payload};
-use super::pool::DurablePool;
+use super::pool::calendar_def;
+use super::pool::durable_pool::DurablePool;
 use super::queue::DurableQueue;
+use super::store::backend::Buried;
+use super::store::envelope::{self, Payload};
+use super::store::error::DurableError;
+use super::take::delivery::ms_to_time;
 
 /// A dead-lettered item: what it was, how often it ran, why and when it
 /// died.
@@ -81,6 +82,20 @@ pub struct DeadLetter<T> {
 
 impl<T> DeadLetter<T> {
     /// [`died_ms`](Self::died_ms) as a `SystemTime`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("a", &1, Duration::ZERO)?;
+    /// queue.take()?.expect("open").dead_letter()?;
+    /// let dead = &queue.dead_letters(1)?[0];
+    /// assert_eq!(dead.died_at(), UNIX_EPOCH + Duration::from_millis(dead.died_ms));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn died_at(&self) -> SystemTime {
         ms_to_time(self.died_ms)
     }
@@ -115,6 +130,25 @@ impl DeadLetter<Vec<u8>> {
     ///
     /// [`DurableError::Format`] when the bytes do not decode as `U`, or
     /// the stored item did not open.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .max_attempts(1)
+    ///     .handler("ship", |_: &String, _job| Err("no courier".into()))
+    ///     .build()?;
+    /// pool.schedule("ship", "parcel-5", &"Berlin".to_string(), Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// let dead = &pool.dead_letters(1)?[0];
+    /// assert_eq!(dead.decode::<String>()?, "Berlin");
+    /// assert!(dead.decode::<u64>().unwrap_err().is_format(), "not the kind's type");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn decode<U: Payload>(&self) -> Result<U, DurableError> {
         let bytes = self.value.as_ref().map_err(Clone::clone)?;
         envelope::decode(&self.id, bytes)
@@ -155,7 +189,7 @@ impl<T: Payload> DurableQueue<T> {
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
     pub fn dead_letters(&self, max: usize) -> Result<Vec<DeadLetter<T>>, DurableError> {
-        let buried = self.backend().dead_letters(max)?;
+        let buried = self.store().dead_letters(max)?;
         Ok(buried
             .into_iter()
             .map(|b| DeadLetter::read(b, |id, payload| envelope::decode(id, payload)))
@@ -176,8 +210,24 @@ impl<T: Payload> DurableQueue<T> {
     /// could not be reached, or a retry after a lost reply found the dead
     /// letter gone (the first attempt may have requeued it: the item is
     /// then pending).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("order-42", &42, Duration::ZERO)?;
+    /// queue.take()?.expect("open").dead_letter_with("the API was down")?;
+    /// // The API is back:
+    /// assert!(queue.requeue("order-42")?);
+    /// assert!(!queue.requeue("order-42")?, "not a dead letter any more");
+    /// assert_eq!(queue.counts()?.pending, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn requeue(&self, id: &str) -> Result<bool, DurableError> {
-        self.backend().requeue(id)
+        self.store().requeue(id)
     }
 
     /// Deletes the dead letter `id`: `true` when it was one. It is never
@@ -189,8 +239,24 @@ impl<T: Payload> DurableQueue<T> {
     /// [`DurableError::Unavailable`] when the store could not be reached,
     /// or a retry after a lost reply found the dead letter gone (the first
     /// attempt may have purged it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("spam-1", &1, Duration::ZERO)?;
+    /// queue.take()?.expect("open").dead_letter()?;
+    /// assert!(queue.purge("spam-1")?);
+    /// assert_eq!(queue.counts()?.dead, 0);
+    /// queue.put("live", &2, Duration::from_secs(60))?;
+    /// assert!(!queue.purge("live")?, "a pending item is left alone");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn purge(&self, id: &str) -> Result<bool, DurableError> {
-        self.backend().purge(id)
+        self.store().purge(id)
     }
 }
 
@@ -204,8 +270,28 @@ impl DurablePool {
     /// # Errors
     ///
     /// The store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .max_attempts(1)
+    ///     .handler("charge", |_: &u64, _job| Err("card declined".into()))
+    ///     .build()?;
+    /// pool.schedule("charge", "order-42", &1999u64, Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// for dead in pool.dead_letters(100)? {
+    ///     println!("{} ({}): {:?} after {} attempt(s)", dead.id, dead.kind, dead.error, dead.attempts);
+    /// }
+    /// assert_eq!(pool.dead_letters(100)?.len(), 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn dead_letters(&self, max: usize) -> Result<Vec<DeadLetter<Vec<u8>>>, DurableError> {
-        let buried = self.inner.taker.backend().dead_letters(max)?;
+        let buried = self.store().dead_letters(max)?;
         Ok(buried
             .into_iter()
             .map(|b| DeadLetter::read(b, |_, payload| Ok(payload.to_vec())))
@@ -221,8 +307,36 @@ impl DurablePool {
     /// # Errors
     ///
     /// As for [`DurableQueue::requeue`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let api_up = Arc::new(AtomicBool::new(false));
+    /// let up = api_up.clone();
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .max_attempts(1)
+    ///     .handler("notify", move |_: &(), _job| {
+    ///         if up.load(Ordering::SeqCst) { Ok(()) } else { Err("API down".into()) }
+    ///     })
+    ///     .build()?;
+    /// pool.schedule("notify", "n-1", &(), Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.counts()?.dead, 1);
+    ///
+    /// api_up.store(true, Ordering::SeqCst);
+    /// assert!(pool.requeue("n-1")?);
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.stats().succeeded, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn requeue(&self, id: &str) -> Result<bool, DurableError> {
-        self.inner.taker.backend().requeue(id)
+        self.store().requeue(id)
     }
 
     /// Deletes the dead letter `id`: `true` when it was one; it never runs.
@@ -232,7 +346,25 @@ impl DurablePool {
     /// # Errors
     ///
     /// As for [`DurableQueue::purge`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let pool = DurablePool::builder(MemoryBackend::new())
+    ///     .threads(1)
+    ///     .max_attempts(1)
+    ///     .handler("import", |_: &(), _job| Err("malformed file".into()))
+    ///     .build()?;
+    /// pool.schedule("import", "upload-3", &(), Duration::ZERO)?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert!(pool.purge("upload-3")?, "dropped for good");
+    /// assert_eq!(pool.counts()?.dead, 0);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn purge(&self, id: &str) -> Result<bool, DurableError> {
-        self.inner.taker.backend().purge(id)
+        self.store().purge(id)
     }
 }

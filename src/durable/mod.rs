@@ -53,65 +53,58 @@
 //! # Ok::<(), schedpool::durable::DurableError>(())
 //! ```
 
-mod acker;
-mod backend;
-mod calendar;
-mod calendar_def;
-mod calendar_fire;
-mod contained;
+// Layers, each using only those before it (see `docs/design.md`):
+// `store/` (the trait, the stores, the envelope), `take/` (taking and
+// settling leases), `queue` (DurableQueue), `pool/` (DurablePool), and
+// `dead_letters` (the dead-letter verbs of both).
 mod dead_letters;
-mod dead_record;
-mod delivery;
-mod envelope;
-mod error;
-mod fires;
-mod job;
-#[cfg(feature = "serde")]
-mod json;
-mod leases;
-mod memory;
-#[cfg(feature = "metrics")]
-mod metrics;
-mod misfire;
-mod options;
 mod pool;
-mod pool_builder;
-#[cfg(feature = "postgres")]
-mod postgres;
 mod queue;
-#[cfg(feature = "redis")]
-mod redis;
-mod runner;
 // crate-visible for `internals::DurableTaker` (the loom models).
-pub(crate) mod taker;
+pub(crate) mod store;
+pub(crate) mod take;
 
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use self::postgres::{PostgresBackend, PostgresOptions};
+pub use self::store::postgres::{PostgresBackend, PostgresOptions};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub use self::redis::{RedisBackend, RedisOptions};
-pub use backend::{
+pub use self::store::redis::{RedisBackend, RedisOptions};
+pub use dead_letters::DeadLetter;
+pub use pool::builder::DurablePoolBuilder;
+pub use pool::durable_pool::{DurablePool, DurableStats};
+pub use pool::job::{HandlerError, JobInfo};
+pub use pool::misfire::Misfire;
+pub use queue::{DurableQueue, Removed};
+pub use store::backend::{
     Buried, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, Nack, Put, PutMode, Repeat,
     Stored, StoredState, When,
 };
-pub use dead_letters::DeadLetter;
-pub use dead_record::MAX_ERROR_BYTES;
-pub use delivery::Delivery;
-pub use envelope::Payload;
-pub use error::{DurableError, ErrorDetail};
-pub use job::{HandlerError, JobInfo};
+pub use store::dead_record::MAX_ERROR_BYTES;
+pub use store::envelope::Payload;
+pub use store::error::{DurableError, ErrorDetail};
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
-pub use json::Json;
-pub use memory::MemoryBackend;
-pub use misfire::Misfire;
-pub use options::QueueOptions;
-pub use pool::{DurablePool, DurableStats};
-pub use pool_builder::DurablePoolBuilder;
-pub use queue::{DurableQueue, Removed};
+pub use store::json::Json;
+pub use store::memory::MemoryBackend;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "redis", feature = "postgres"))))]
+pub use store::options::ServerOptions;
+pub use take::delivery::Delivery;
+pub use take::options::QueueOptions;
 
 /// A [`DurableQueue`] on Redis (feature `redis`).
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use schedpool::durable::RedisDelayQueue;
+///
+/// let queue: RedisDelayQueue<u64> = RedisDelayQueue::connect("redis://127.0.0.1:6379/0", "orders")?;
+/// queue.put("order-42", &42, Duration::from_secs(30 * 60))?;
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub type RedisDelayQueue<T> = DurableQueue<T>;

@@ -1,6 +1,7 @@
 //! `DurableQueue<T>`: the `DelayQueue` verbs over a durable backend.
 //!
-//! Invariants: every value is sealed in a version-1 envelope (`envelope.rs`)
+//! Invariants: the producer verbs (put, remove, counts) call the store
+//! directly; only taking goes through the taker; every value is sealed in a version-1 envelope (`envelope.rs`)
 //! before it reaches the backend; every item handed to a caller is a
 //! [`Delivery`] registered with the heartbeat thread; an item whose bytes
 //! do not decode is dead-lettered (and logged), never handed out and never
@@ -11,13 +12,33 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::backend::{check_id, Counts, DurableBackend, DurableError, Put, PutMode, When};
-use super::delivery::{ms_to_time, Delivery};
-use super::envelope::{self, IdGen, Payload};
-use super::options::QueueOptions;
-use super::taker::Taker;
+use super::store::backend::{check_id, Cancelled, Counts, DurableBackend, Put, PutMode, When};
+use super::store::contained::Store;
+use super::store::envelope::{self, IdGen, Payload};
+use super::store::error::DurableError;
+use super::take::delivery::{ms_to_time, Delivery};
+use super::take::options::QueueOptions;
+use super::take::settle::{self, Verb};
+use super::take::taker::Taker;
 
 /// What [`DurableQueue::remove`] found.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{DurableQueue, MemoryBackend, Removed};
+///
+/// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+/// queue.put("order-42", &42, Duration::from_secs(1800))?;
+/// match queue.remove("order-42")? {
+///     Removed::Pending(order) => println!("timeout of order {order} cancelled"),
+///     Removed::InFlight => println!("too late: a consumer is closing it now"),
+///     Removed::Dead(order) => println!("order {order} had failed for good"),
+///     Removed::NotFound => println!("nothing to cancel"),
+/// }
+/// # Ok::<(), schedpool::durable::DurableError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Removed<T> {
     /// It was waiting: here is its value. It will never be delivered.
@@ -63,6 +84,7 @@ pub enum Removed<T> {
 /// # Ok::<(), schedpool::durable::DurableError>(())
 /// ```
 pub struct DurableQueue<T> {
+    store: Store,
     taker: Arc<Taker>,
     ids: Arc<IdGen>,
     _values: PhantomData<fn(T) -> T>,
@@ -71,6 +93,7 @@ pub struct DurableQueue<T> {
 impl<T> Clone for DurableQueue<T> {
     fn clone(&self) -> Self {
         DurableQueue {
+            store: self.store.clone(),
             taker: self.taker.clone(),
             ids: self.ids.clone(),
             _values: PhantomData,
@@ -80,6 +103,17 @@ impl<T> Clone for DurableQueue<T> {
 
 impl<T: Payload> DurableQueue<T> {
     /// A queue on `backend` with the default [`QueueOptions`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// // In memory for tests; RedisBackend or PostgresBackend for a fleet.
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// assert!(queue.is_empty()?);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn new(backend: impl DurableBackend) -> Self {
         Self::with_options(backend, QueueOptions::default()).expect("the default options are valid")
     }
@@ -90,6 +124,26 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// [`DurableError::Config`] when a lease is under 3 ms or `max_block`
     /// is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend, QueueOptions};
+    ///
+    /// let opts = QueueOptions {
+    ///     lease: Duration::from_secs(120), // a killed holder's items come back after 2 min
+    ///     max_attempts: 3,                 // then they are dead-lettered
+    ///     ..QueueOptions::default()
+    /// };
+    /// let queue: DurableQueue<u64> = DurableQueue::with_options(MemoryBackend::new(), opts)?;
+    /// assert_eq!(queue.options().max_attempts, 3);
+    ///
+    /// let too_short = QueueOptions { lease: Duration::from_millis(1), ..opts };
+    /// let err = DurableQueue::<u64>::with_options(MemoryBackend::new(), too_short).unwrap_err();
+    /// assert!(err.is_config());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn with_options(
         backend: impl DurableBackend,
         opts: QueueOptions,
@@ -102,8 +156,10 @@ impl<T: Payload> DurableQueue<T> {
         opts: QueueOptions,
     ) -> Result<Self, DurableError> {
         opts.check()?;
+        let store = Store::new(backend);
         Ok(DurableQueue {
-            taker: Arc::new(Taker::new(backend, opts)),
+            taker: Arc::new(Taker::new(store.clone(), opts)),
+            store,
             ids: Arc::new(IdGen::new()),
             _values: PhantomData,
         })
@@ -129,6 +185,29 @@ impl<T: Payload> DurableQueue<T> {
     /// retry with [`put_if_absent`](Self::put_if_absent) (a repeated `put`
     /// would replace the item if a consumer has claimed it meanwhile), or
     /// remove the id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend, Put};
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+    /// let put = queue.put("order-42", &42, Duration::from_secs(1800))?;
+    /// assert!(matches!(put, Put::Inserted { .. }));
+    /// // The same id again replaces it: a new value and a new deadline.
+    /// let again = queue.put("order-42", &43, Duration::from_secs(3600))?;
+    /// assert!(matches!(again, Put::Replaced { .. }));
+    /// assert_eq!(queue.len()?, 1);
+    ///
+    /// clock.advance(Duration::from_secs(1800));
+    /// assert!(queue.poll()?.is_none(), "moved to one hour");
+    /// clock.advance(Duration::from_secs(1800));
+    /// assert_eq!(*queue.poll()?.expect("due").value(), 43);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put(&self, id: &str, value: &T, delay: Duration) -> Result<Put, DurableError> {
         self.put_with(id, value, When::After(delay), PutMode::Replace)
     }
@@ -143,6 +222,22 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// As for [`put`](Self::put).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend, Put};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// // Every instance registers the same reminder at start-up: only the first lands.
+    /// let first = queue.put_if_absent("daily-digest", &1, Duration::from_secs(60))?;
+    /// let second = queue.put_if_absent("daily-digest", &2, Duration::from_secs(60))?;
+    /// assert!(matches!(first, Put::Inserted { .. }));
+    /// assert_eq!(second, Put::Exists);
+    /// assert_eq!(queue.len()?, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_if_absent(&self, id: &str, value: &T, delay: Duration) -> Result<Put, DurableError> {
         self.put_with(id, value, When::After(delay), PutMode::IfAbsent)
     }
@@ -155,6 +250,19 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// As for [`put`](Self::put).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let trial_ends = SystemTime::now() + Duration::from_secs(14 * 24 * 3600);
+    /// let put = queue.put_at("trial-7", &7, trial_ends)?;
+    /// assert!(put.deadline_ms().is_some());
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_at(&self, id: &str, value: &T, at: SystemTime) -> Result<Put, DurableError> {
         let delay = at.duration_since(SystemTime::now()).unwrap_or_default();
         self.put(id, value, delay)
@@ -168,6 +276,19 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// As for [`put`](Self::put).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// // Due one minute from now by the store's clock, whatever this machine's says.
+    /// let at = queue.server_time_ms()? + 60_000;
+    /// let put = queue.put_at_server_ms("invoice-3", &3, at)?;
+    /// assert_eq!(put.deadline_ms(), Some(at));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn put_at_server_ms(&self, id: &str, value: &T, at_ms: u64) -> Result<Put, DurableError> {
         self.put_with(id, value, When::AtServerMs(at_ms), PutMode::Replace)
     }
@@ -178,6 +299,23 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// As for [`put`](Self::put).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<String> = DurableQueue::new(MemoryBackend::new());
+    /// let first = queue.push(&"resize image 1".to_string(), Duration::ZERO)?;
+    /// let second = queue.push(&"resize image 2".to_string(), Duration::ZERO)?;
+    /// assert_ne!(first, second);
+    /// // Equal deadlines come out in id order, so in push order.
+    /// let d = queue.take()?.expect("open");
+    /// assert_eq!(d.id(), first);
+    /// d.ack()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn push(&self, value: &T, delay: Duration) -> Result<String, DurableError> {
         let id = self.ids.next();
         self.put(&id, value, delay)?;
@@ -185,6 +323,17 @@ impl<T: Payload> DurableQueue<T> {
     }
 
     /// Generates an id as [`push`](Self::push) does, without putting.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let (a, b) = (queue.next_id(), queue.next_id());
+    /// assert!(a < b, "time-ordered within this process");
+    /// assert_eq!(a.len(), b.len(), "fixed width");
+    /// ```
     pub fn next_id(&self) -> String {
         self.ids.next()
     }
@@ -197,11 +346,11 @@ impl<T: Payload> DurableQueue<T> {
         mode: PutMode,
     ) -> Result<Put, DurableError> {
         let sealed = Self::seal(id, value)?;
-        self.backend().put(id, &sealed, when, mode)
+        self.store.put(id, &sealed, when, mode)
     }
 
     /// The stored bytes of `value` under `id`, after checking the id.
-    pub(super) fn seal(id: &str, value: &T) -> Result<Vec<u8>, DurableError> {
+    fn seal(id: &str, value: &T) -> Result<Vec<u8>, DurableError> {
         check_id(id)?;
         envelope::seal("", None, value)
     }
@@ -212,16 +361,31 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// [`DurableError`] on a store failure, or [`DurableError::Format`] when
     /// the removed value does not decode (it is removed all the same).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend, Removed};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("order-42", &42, Duration::from_secs(1800))?;
+    /// // Paid: cancel the timeout, wherever it is.
+    /// assert_eq!(queue.remove("order-42")?, Removed::Pending(42));
+    /// assert_eq!(queue.remove("order-42")?, Removed::NotFound);
+    ///
+    /// queue.put("order-43", &43, Duration::ZERO)?;
+    /// let held = queue.take()?.expect("open");
+    /// assert_eq!(queue.remove("order-43")?, Removed::InFlight);
+    /// assert!(held.ack().unwrap_err().is_lease_lost(), "its holder is fenced off");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn remove(&self, id: &str) -> Result<Removed<T>, DurableError> {
-        Self::removed(id, self.backend().cancel(id)?)
+        Self::removed(id, self.store.cancel(id)?)
     }
 
     /// What a cancel of `id` found, decoded.
-    pub(super) fn removed(
-        id: &str,
-        found: super::backend::Cancelled,
-    ) -> Result<Removed<T>, DurableError> {
-        use super::backend::Cancelled;
+    fn removed(id: &str, found: Cancelled) -> Result<Removed<T>, DurableError> {
         let open = |bytes: Vec<u8>| -> Result<T, DurableError> {
             let env = envelope::open(&bytes)?;
             envelope::decode(id, env.payload)
@@ -241,6 +405,35 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// None in practice; the `Result` keeps the verbs uniform.
+    ///
+    /// # Examples
+    ///
+    /// A consumer loop, which ends when the queue is closed:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let consumer = {
+    ///     let queue = queue.clone();
+    ///     std::thread::spawn(move || -> Result<Vec<u64>, schedpool::durable::DurableError> {
+    ///         let mut closed = Vec::new();
+    ///         while let Some(delivery) = queue.take()? {
+    ///             closed.push(*delivery.value()); // close the order, then:
+    ///             delivery.ack()?;
+    ///         }
+    ///         Ok(closed)
+    ///     })
+    /// };
+    /// queue.put("order-1", &1, Duration::from_millis(5))?;
+    /// while !queue.is_empty()? {
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// queue.close();
+    /// assert_eq!(consumer.join().unwrap()?, [1]);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn take(&self) -> Result<Option<Delivery<T>>, DurableError> {
         self.take_until(None)
     }
@@ -251,6 +444,24 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] when the claim failed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+    /// queue.put("order-42", &42, Duration::from_secs(1800))?;
+    /// assert!(queue.poll()?.is_none(), "not due: poll does not wait");
+    /// clock.advance(Duration::from_secs(1800));
+    /// let delivery = queue.poll()?.expect("due now");
+    /// assert_eq!((delivery.id(), *delivery.value()), ("order-42", 42));
+    /// delivery.ack()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn poll(&self) -> Result<Option<Delivery<T>>, DurableError> {
         self.take_until(Some(Instant::now()))
     }
@@ -261,6 +472,20 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// The store's error when it could not be reached until `timeout`
     /// passed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("soon", &1, Duration::from_millis(5))?;
+    /// let delivery = queue.poll_timeout(Duration::from_secs(5))?.expect("due within 5 s");
+    /// delivery.ack()?;
+    /// assert!(queue.poll_timeout(Duration::from_millis(5))?.is_none(), "nothing more");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn poll_timeout(&self, timeout: Duration) -> Result<Option<Delivery<T>>, DurableError> {
         let limit = Instant::now().checked_add(timeout);
         match limit {
@@ -275,6 +500,25 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// [`DurableError`] when a claim failed; what was claimed before is
     /// released back to the queue by dropping it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("a", &1, Duration::ZERO)?;
+    /// queue.put("b", &2, Duration::ZERO)?;
+    /// queue.put("later", &3, Duration::from_secs(60))?;
+    /// let due = queue.drain_expired()?;
+    /// assert_eq!(due.len(), 2);
+    /// for delivery in due {
+    ///     delivery.ack()?;
+    /// }
+    /// assert_eq!(queue.len()?, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn drain_expired(&self) -> Result<Vec<Delivery<T>>, DurableError> {
         let mut out = Vec::new();
         while let Some(d) = self.poll()? {
@@ -311,12 +555,13 @@ impl<T: Payload> DurableQueue<T> {
                         "undecodable item moved to the dead-letter set"
                     );
                     if let Some(lease) = &taken.lease {
-                        self.taker.leases.settle(lease);
+                        self.taker.leases.forget(lease);
                     }
                     // Best effort: if this fails, the lease expires and the
                     // item is redelivered, then dead-lettered again.
                     let why = err.to_string();
-                    let _ = self.backend().bury(&claimed.id, claimed.token, Some(&why));
+                    let bury = Verb::Bury(Some(&why));
+                    let _ = settle::one(&self.store, &claimed.id, claimed.token, bury);
                 }
             }
         }
@@ -327,8 +572,22 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// assert_eq!(queue.peek_deadline()?, None);
+    /// let put = queue.put("a", &1, Duration::from_secs(60))?;
+    /// let at = UNIX_EPOCH + Duration::from_millis(put.deadline_ms().unwrap());
+    /// assert_eq!(queue.peek_deadline()?, Some(at));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn peek_deadline(&self) -> Result<Option<SystemTime>, DurableError> {
-        Ok(self.backend().peek_deadline_ms()?.map(ms_to_time))
+        Ok(self.store.peek_deadline_ms()?.map(ms_to_time))
     }
 
     /// Pending + in flight.
@@ -336,6 +595,22 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("a", &1, Duration::ZERO)?;
+    /// queue.put("b", &2, Duration::from_secs(60))?;
+    /// let held = queue.take()?.expect("open");
+    /// assert_eq!(queue.len()?, 2, "one pending, one in flight");
+    /// held.ack()?;
+    /// assert_eq!(queue.len()?, 1);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn len(&self) -> Result<usize, DurableError> {
         let c = self.counts()?;
         Ok(c.pending + c.in_flight)
@@ -346,6 +621,19 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// assert!(queue.is_empty()?);
+    /// queue.put("a", &1, Duration::from_secs(60))?;
+    /// assert!(!queue.is_empty()?);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn is_empty(&self) -> Result<bool, DurableError> {
         Ok(self.len()? == 0)
     }
@@ -355,8 +643,26 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("ok", &1, Duration::ZERO)?;
+    /// queue.put("bad", &2, Duration::ZERO)?;
+    /// queue.put("later", &3, Duration::from_secs(60))?;
+    /// let (first, second) = (queue.take()?.unwrap(), queue.take()?.unwrap());
+    /// first.dead_letter()?;
+    /// let c = queue.counts()?;
+    /// assert_eq!((c.pending, c.in_flight, c.dead), (1, 1, 1));
+    /// second.ack()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn counts(&self) -> Result<Counts, DurableError> {
-        self.backend().counts()
+        self.store.counts()
     }
 
     /// The store's clock, in ms since the Unix epoch.
@@ -364,8 +670,23 @@ impl<T: Payload> DurableQueue<T> {
     /// # Errors
     ///
     /// [`DurableError`] on a store failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ManualClock;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+    /// let before = queue.server_time_ms()?;
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(queue.server_time_ms()?, before + 1000);
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn server_time_ms(&self) -> Result<u64, DurableError> {
-        self.backend().server_time_ms()
+        self.store.server_time_ms()
     }
 
     /// Closes this handle (and its clones): blocked `take`s return `None` at
@@ -373,22 +694,63 @@ impl<T: Payload> DurableQueue<T> {
     /// unreachable, only until a release fails: the rest are left to their
     /// leases), and nothing more is claimed. The stored items are untouched, and deliveries already
     /// handed out can still be acked (their heartbeats go on).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// queue.put("a", &1, Duration::ZERO)?;
+    /// queue.put("b", &2, Duration::from_secs(60))?;
+    /// let held = queue.take()?.expect("open");
+    /// let waiter = { let q = queue.clone(); std::thread::spawn(move || q.take()) };
+    /// queue.close();
+    /// assert!(waiter.join().unwrap()?.is_none(), "a blocked take returns None");
+    /// held.ack()?; // still acked after close
+    /// assert_eq!(queue.len()?, 1, "stored items are untouched");
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
     pub fn close(&self) {
         self.taker.close();
     }
 
     /// True after [`close`](Self::close).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// let clone = queue.clone();
+    /// queue.close();
+    /// assert!(clone.is_closed(), "clones share the handle");
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.taker.is_closed()
     }
 
     /// The options this queue was made with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend, QueueOptions};
+    ///
+    /// let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    /// assert_eq!(queue.options(), QueueOptions::default());
+    /// assert_eq!(queue.options().lease, Duration::from_secs(30));
+    /// ```
     pub fn options(&self) -> QueueOptions {
         self.taker.opts
     }
 
-    pub(super) fn backend(&self) -> &Arc<dyn DurableBackend> {
-        self.taker.backend()
+    /// The store, for the dead-letter verbs (`dead_letters.rs`).
+    pub(super) fn store(&self) -> &Store {
+        &self.store
     }
 }
 
@@ -397,5 +759,152 @@ impl<T> fmt::Debug for DurableQueue<T> {
         f.debug_struct("DurableQueue")
             .field("taker", &self.taker)
             .finish()
+    }
+}
+
+// ===== impl DurableQueue (feature redis) =====
+
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+impl<T: Payload> DurableQueue<T> {
+    /// Connects a queue to Redis at `url` under `name`, with default
+    /// [`RedisOptions`](super::RedisOptions) and [`QueueOptions`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`RedisBackend::connect_with`](super::RedisBackend::connect_with).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::RedisDelayQueue;
+    ///
+    /// let queue: RedisDelayQueue<u64> = RedisDelayQueue::connect("redis://127.0.0.1:6379/0", "orders")?;
+    /// queue.put("order-42", &42, Duration::from_secs(30 * 60))?;
+    /// while let Some(delivery) = queue.take()? {
+    ///     println!("closing order {}", delivery.value());
+    ///     delivery.ack()?;
+    /// }
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    pub fn connect(url: &str, name: &str) -> Result<Self, DurableError> {
+        let backend = super::store::redis::RedisBackend::connect(url, name)?;
+        Self::with_options(backend, QueueOptions::default())
+    }
+}
+
+// ===== impl DurableQueue (feature postgres) =====
+
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+impl<T: Payload> DurableQueue<T> {
+    /// [`put`](Self::put) in the caller's transaction `tx` (feature
+    /// `postgres`): the item exists only if `tx` commits.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Config`] when this queue is not on a
+    /// [`PostgresBackend`](super::PostgresBackend); otherwise as for [`PostgresBackend::put_in`](super::PostgresBackend::put_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("INSERT INTO orders (id, state) VALUES (42, 'unpaid')", &[])?;
+    /// queue.put_in(&mut tx, "order-42", &42, Duration::from_secs(30 * 60))?;
+    /// tx.commit()?; // the order and its timeout, or neither
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    pub fn put_in<C: postgres::GenericClient>(
+        &self,
+        tx: &mut C,
+        id: &str,
+        value: &T,
+        delay: Duration,
+    ) -> Result<Put, DurableError> {
+        let sealed = Self::seal(id, value)?;
+        super::store::postgres::PostgresBackend::of(&*self.store, "put_in")?.put_in(
+            tx,
+            id,
+            &sealed,
+            When::After(delay),
+            PutMode::Replace,
+        )
+    }
+
+    /// [`put_if_absent`](Self::put_if_absent) in the caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// As for [`put_in`](Self::put_in).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, PostgresBackend};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// queue.put_if_absent_in(&mut tx, "order-42", &42, Duration::from_secs(30 * 60))?;
+    /// tx.commit()?;
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    pub fn put_if_absent_in<C: postgres::GenericClient>(
+        &self,
+        tx: &mut C,
+        id: &str,
+        value: &T,
+        delay: Duration,
+    ) -> Result<Put, DurableError> {
+        let sealed = Self::seal(id, value)?;
+        super::store::postgres::PostgresBackend::of(&*self.store, "put_if_absent_in")?.put_in(
+            tx,
+            id,
+            &sealed,
+            When::After(delay),
+            PutMode::IfAbsent,
+        )
+    }
+
+    /// [`remove`](Self::remove) in the caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// As for [`put_in`](Self::put_in), and [`DurableError::Format`] when
+    /// the removed value does not decode.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedpool::durable::{DurableQueue, PostgresBackend, Removed};
+    ///
+    /// let params = "host=127.0.0.1 user=app dbname=shop";
+    /// let queue: DurableQueue<u64> = DurableQueue::new(PostgresBackend::connect(params, "orders")?);
+    /// let mut db = postgres::Client::connect(params, postgres::NoTls)?;
+    /// let mut tx = db.transaction()?;
+    /// tx.execute("UPDATE orders SET state = 'paid' WHERE id = 42", &[])?;
+    /// let removed = queue.remove_in(&mut tx, "order-42")?;
+    /// tx.commit()?; // paid and no timeout, or neither
+    /// assert!(matches!(removed, Removed::Pending(42) | Removed::InFlight | Removed::NotFound));
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    pub fn remove_in<C: postgres::GenericClient>(
+        &self,
+        tx: &mut C,
+        id: &str,
+    ) -> Result<Removed<T>, DurableError> {
+        let found = super::store::postgres::PostgresBackend::of(&*self.store, "remove_in")?
+            .cancel_in(tx, id)?;
+        Self::removed(id, found)
     }
 }

@@ -81,6 +81,16 @@ impl Builder {
     /// A builder with the defaults: one core thread per CPU, threads named
     /// `schedpool-0`, `schedpool-1`, ..., cancelled tasks removed at once,
     /// Java's shutdown policies, the real clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::Builder;
+    ///
+    /// let pool = Builder::new().core_threads(2).build()?;
+    /// assert_eq!(pool.core_threads(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
@@ -90,6 +100,18 @@ impl Builder {
     /// runs one worker while anything is queued and lets it go after 10 ms
     /// of an empty queue. At most 32,768: [`build`](Self::build) refuses
     /// more ([`ScheduledThreadPool::new`] clamps instead).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// // No thread at rest: one worker comes while tasks are queued.
+    /// let on_demand = ScheduledThreadPool::builder().core_threads(0).build()?;
+    /// assert_eq!(on_demand.submit(|| 1)?.join()?, 1);
+    /// assert!(ScheduledThreadPool::builder().core_threads(1 << 20).build().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn core_threads(mut self, n: usize) -> Self {
         self.core_threads = n;
         self
@@ -97,6 +119,17 @@ impl Builder {
 
     /// The worker threads' name prefix: threads are named `"{prefix}-0"`,
     /// `"{prefix}-1"`, ...
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).thread_name("reaper").build()?;
+    /// let name = pool.submit(|| std::thread::current().name().map(str::to_owned))?.join()?;
+    /// assert_eq!(name.as_deref(), Some("reaper-0"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn thread_name(mut self, prefix: impl Into<String>) -> Self {
         self.thread_name = prefix.into();
         self
@@ -105,6 +138,24 @@ impl Builder {
     /// Whether a cancelled task leaves the queue at once (default `true`;
     /// Java's default is `false`, which keeps cancelled tasks and their
     /// closures until their deadline).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let java_like = ScheduledThreadPool::builder().remove_on_cancel(false).build()?;
+    /// let h = java_like.schedule(|| (), Duration::from_secs(3600))?;
+    /// h.cancel();
+    /// assert_eq!(java_like.queue_len(), 1, "kept until its deadline, as in Java");
+    ///
+    /// let pool = ScheduledThreadPool::builder().build()?; // the default
+    /// let h = pool.schedule(|| (), Duration::from_secs(3600))?;
+    /// h.cancel();
+    /// assert_eq!(pool.queue_len(), 0, "gone at once");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remove_on_cancel(mut self, yes: bool) -> Self {
         self.remove_on_cancel = yes;
         self
@@ -112,6 +163,21 @@ impl Builder {
 
     /// Whether periodic tasks keep running after [`shutdown`]
     /// (default `false`, as Java).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::builder().continue_periodic_after_shutdown(true).build()?;
+    /// let flush = pool.schedule_at_fixed_rate(|| (), Duration::ZERO, Duration::from_millis(1))?;
+    /// pool.shutdown();
+    /// assert!(!flush.wait_timeout(Duration::from_millis(20)), "still flushing");
+    /// drop(pool.shutdown_now()); // this one stops it
+    /// assert!(flush.wait_timeout(Duration::from_secs(5)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// [`shutdown`]: ScheduledThreadPool::shutdown
     pub fn continue_periodic_after_shutdown(mut self, yes: bool) -> Self {
@@ -123,6 +189,20 @@ impl Builder {
     /// (default `true`, as Java). When `false`, shutdown cancels the ones
     /// not yet due; due ones still run.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::builder().execute_delayed_after_shutdown(false).build()?;
+    /// let reminder = pool.schedule(|| (), Duration::from_secs(3600))?;
+    /// pool.shutdown();
+    /// assert!(reminder.join().unwrap_err().is_cancelled());
+    /// assert!(pool.await_termination(Duration::from_secs(5)), "nothing left to wait for");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// [`shutdown`]: ScheduledThreadPool::shutdown
     pub fn execute_delayed_after_shutdown(mut self, yes: bool) -> Self {
         self.execute_delayed_after_shutdown = yes;
@@ -131,6 +211,20 @@ impl Builder {
 
     /// Reads every deadline from `clock` instead of the real clock: virtual
     /// time for tests. See [`ManualClock`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let timeout = pool.schedule(|| "order closed", Duration::from_secs(30 * 60))?;
+    /// clock.advance(Duration::from_secs(30 * 60)); // no waiting
+    /// assert_eq!(timeout.join()?, "order closed");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn clock(mut self, clock: ManualClock) -> Self {
         self.clock = Clock::Manual(clock);
         self
@@ -178,18 +272,30 @@ impl Builder {
         self
     }
 
-    /// The old name of [`failure_handler`](Self::failure_handler) (which also
-    /// sees the `Err`s bodies return).
-    #[deprecated(
-        since = "0.1.0",
-        note = "renamed `failure_handler`: it sees `Err` failures too"
-    )]
-    pub fn panic_handler(self, handler: impl Fn(TaskFailure) + Send + Sync + 'static) -> Self {
-        self.failure_handler(handler)
-    }
-
     /// Called on the worker thread just before each run (Java's
     /// `beforeExecute`). A panic inside it is contained.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let late_runs = Arc::new(AtomicU64::new(0));
+    /// let late = late_runs.clone();
+    /// let pool = ScheduledThreadPool::builder()
+    ///     .core_threads(1)
+    ///     .before_execute(move |run| {
+    ///         if run.lateness() > Duration::from_secs(1) {
+    ///             late.fetch_add(1, Ordering::Relaxed);
+    ///         }
+    ///     })
+    ///     .build()?;
+    /// pool.submit(|| ())?.join()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn before_execute(mut self, hook: impl Fn(&RunInfo) + Send + Sync + 'static) -> Self {
         self.hooks.before = Some(Arc::new(hook));
         self
@@ -201,6 +307,31 @@ impl Builder {
     /// it is contained. As in Java, it runs after the run's handle has
     /// completed, so a `join` may return first (see
     /// [`failure_handler`](Self::failure_handler)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let log = Arc::new(Mutex::new(Vec::new()));
+    /// let l = log.clone();
+    /// let pool = ScheduledThreadPool::builder()
+    ///     .core_threads(1)
+    ///     .after_execute(move |run, failure| {
+    ///         l.lock().unwrap().push((run.kind(), failure.map(str::to_owned)));
+    ///     })
+    ///     .build()?;
+    /// pool.submit(|| ())?.join()?;
+    /// pool.execute(|| Err::<(), _>("disk full"))?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(
+    ///     *log.lock().unwrap(),
+    ///     [("once", None), ("once", Some("disk full".to_owned()))]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn after_execute(
         mut self,
         hook: impl Fn(&RunInfo, Option<&str>) + Send + Sync + 'static,
@@ -212,6 +343,20 @@ impl Builder {
     /// A run that starts later than this after its due time (because every
     /// worker was busy) logs a `WARN` event (pool starvation), at most once
     /// a second. Default 100 ms; `Duration::MAX` turns it off.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// // Batch jobs: only a run a minute late is worth a warning.
+    /// let pool = ScheduledThreadPool::builder()
+    ///     .starvation_threshold(Duration::from_secs(60))
+    ///     .build()?;
+    /// # drop(pool);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn starvation_threshold(mut self, threshold: Duration) -> Self {
         self.starvation_threshold = threshold;
         self
@@ -229,6 +374,20 @@ impl Builder {
     /// least 50 µs while the loaded spell lasts (10 s after the last such
     /// timer; each worker switches at its next due task), so the OS batches
     /// their wake-ups; see the guide, "Tuning precision against CPU".
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// // Timeouts measured in seconds: let the OS batch wake-ups.
+    /// let relaxed = ScheduledThreadPool::builder().timer_slack(Some(Duration::from_millis(5))).build()?;
+    /// // Keep whatever the OS does by default.
+    /// let os_default = ScheduledThreadPool::builder().timer_slack(None).build()?;
+    /// # drop((relaxed, os_default));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn timer_slack(mut self, slack: Option<Duration>) -> Self {
         self.timer_slack = slack.map(|slack| slack.min(MAX_TIMER_SLACK));
         self
@@ -343,6 +502,16 @@ impl ScheduledThreadPool {
     /// threads (which no OS would start) are clamped to 32,768. For an
     /// error instead, use
     /// `ScheduledThreadPool::builder().core_threads(n).build()`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(4);
+    /// assert_eq!(pool.core_threads(), 4);
+    /// assert_eq!(pool.pool_size(), 0, "threads start with the first tasks");
+    /// ```
     pub fn new(core_threads: usize) -> Self {
         Builder::new()
             .core_threads(core_threads.min(MAX_THREADS))
@@ -351,6 +520,16 @@ impl ScheduledThreadPool {
     }
 
     /// A [`Builder`] to configure a pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::builder().core_threads(2).thread_name("sms").build()?;
+    /// # drop(pool);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn builder() -> Builder {
         Builder::new()
     }

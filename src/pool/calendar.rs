@@ -9,7 +9,9 @@
 //!
 //! - Every option is validated in `start`, before anything is queued, and
 //!   the schedule must have a fire after now: a bad configuration is a
-//!   `Rejected`, never a task that silently never runs.
+//!   `Rejected`, never a task that silently never runs. A schedule that
+//!   breaks its contract at `start` (panics, or answers a time not after
+//!   now) is a `Rejected` that says so, not "no fire time".
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -86,6 +88,30 @@ pub struct OnCalendar<'a> {
 
 impl<'a> OnCalendar<'a> {
     /// Run at most `n` times, then complete the handle with `Ok(())`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use schedpool::{calendar::Schedule, ManualClock, ScheduledThreadPool};
+    ///
+    /// #[derive(Debug)]
+    /// struct Hourly; // every whole hour, UTC
+    /// impl Schedule for Hourly {
+    ///     fn next_after(&self, t: SystemTime) -> Option<SystemTime> {
+    ///         let s = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    ///         Some(UNIX_EPOCH + Duration::from_secs((s / 3600 + 1) * 3600))
+    ///     }
+    /// }
+    ///
+    /// let clock = ManualClock::new();
+    /// clock.set_wall_time(UNIX_EPOCH + Duration::from_secs(1_700_000_000)); // 22:13:20 UTC
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let h = pool.on_calendar(Hourly).max_runs(1).start(|| ())?;
+    /// clock.advance(Duration::from_secs(2_800)); // 23:00
+    /// assert_eq!(h.join(), Ok(()), "one run, then done");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn max_runs(mut self, n: u64) -> Self {
         self.options.max_runs = Some(n);
         self
@@ -93,6 +119,33 @@ impl<'a> OnCalendar<'a> {
 
     /// Run no fire later than `deadline` by the wall clock; after the last
     /// one, the handle completes with `Ok(())`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use schedpool::{calendar::Schedule, ManualClock, ScheduledThreadPool};
+    ///
+    /// #[derive(Debug)]
+    /// struct Hourly; // every whole hour, UTC
+    /// impl Schedule for Hourly {
+    ///     fn next_after(&self, t: SystemTime) -> Option<SystemTime> {
+    ///         let s = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    ///         Some(UNIX_EPOCH + Duration::from_secs((s / 3600 + 1) * 3600))
+    ///     }
+    /// }
+    ///
+    /// let clock = ManualClock::new();
+    /// clock.set_wall_time(UNIX_EPOCH + Duration::from_secs(1_700_000_000)); // 22:13:20 UTC
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let end = UNIX_EPOCH + Duration::from_secs(1_700_002_200); // 22:50 UTC
+    /// let err = pool.on_calendar(Hourly).until(end).start(|| ()).unwrap_err();
+    /// assert!(err.is_invalid_argument(), "no fire before until: refused, not silently idle");
+    /// let h = pool.on_calendar(Hourly).until(end + Duration::from_secs(3600)).start(|| ())?;
+    /// clock.advance(Duration::from_secs(2_800)); // 23:00, the only fire before 23:50
+    /// assert_eq!(h.join(), Ok(()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn until(mut self, deadline: SystemTime) -> Self {
         self.until = Some(deadline);
         self
@@ -101,6 +154,33 @@ impl<'a> OnCalendar<'a> {
     /// What happens when a run fails: it panics, or the body returns `Err`
     /// (default [`OnFailure::Stop`]). Under `Backoff`, the retries are
     /// monotonic delays; the first success goes back to the schedule.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use schedpool::{calendar::Schedule, ManualClock, ScheduledThreadPool};
+    ///
+    /// #[derive(Debug)]
+    /// struct Hourly; // every whole hour, UTC
+    /// impl Schedule for Hourly {
+    ///     fn next_after(&self, t: SystemTime) -> Option<SystemTime> {
+    ///         let s = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    ///         Some(UNIX_EPOCH + Duration::from_secs((s / 3600 + 1) * 3600))
+    ///     }
+    /// }
+    ///
+    /// let clock = ManualClock::new();
+    /// clock.set_wall_time(UNIX_EPOCH + Duration::from_secs(1_700_000_000)); // 22:13:20 UTC
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// use schedpool::OnFailure;
+    /// let h = pool.on_calendar(Hourly).on_failure(OnFailure::Continue).start(|| Err::<(), _>("503"))?;
+    /// clock.advance(Duration::from_secs(2_800));
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(h.failure_count(), 1);
+    /// assert!(!h.is_done(), "it runs again at the next hour");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn on_failure(mut self, policy: OnFailure) -> Self {
         self.options.on_failure = policy;
         self
@@ -109,6 +189,30 @@ impl<'a> OnCalendar<'a> {
     /// Delay each run by a random time in `[0, max)` after its fire time, so
     /// that many tasks on one schedule do not start at one instant. The
     /// fire times themselves do not move.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use schedpool::{calendar::Schedule, ManualClock, ScheduledThreadPool};
+    ///
+    /// #[derive(Debug)]
+    /// struct Hourly; // every whole hour, UTC
+    /// impl Schedule for Hourly {
+    ///     fn next_after(&self, t: SystemTime) -> Option<SystemTime> {
+    ///         let s = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    ///         Some(UNIX_EPOCH + Duration::from_secs((s / 3600 + 1) * 3600))
+    ///     }
+    /// }
+    ///
+    /// let clock = ManualClock::new();
+    /// clock.set_wall_time(UNIX_EPOCH + Duration::from_secs(1_700_000_000)); // 22:13:20 UTC
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// // 500 servers on this rule do not all hit the API at 23:00:00.
+    /// let h = pool.on_calendar(Hourly).jitter(Duration::from_secs(30)).start(|| ())?;
+    /// assert_eq!(h.next_fire(), Some(UNIX_EPOCH + Duration::from_secs(1_700_002_800)), "the fire time, without jitter");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn jitter(mut self, max: Duration) -> Self {
         self.options.jitter = delay_nanos(max);
         self
@@ -121,6 +225,32 @@ impl<'a> OnCalendar<'a> {
     /// first fire after the wall clock's reading. [`MissedTicks::Burst`]:
     /// every missed fire runs, back to back. `Delay` has no meaning for a
     /// calendar and is refused by `start`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use schedpool::{calendar::Schedule, ManualClock, ScheduledThreadPool};
+    ///
+    /// #[derive(Debug)]
+    /// struct Hourly; // every whole hour, UTC
+    /// impl Schedule for Hourly {
+    ///     fn next_after(&self, t: SystemTime) -> Option<SystemTime> {
+    ///         let s = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    ///         Some(UNIX_EPOCH + Duration::from_secs((s / 3600 + 1) * 3600))
+    ///     }
+    /// }
+    ///
+    /// let clock = ManualClock::new();
+    /// clock.set_wall_time(UNIX_EPOCH + Duration::from_secs(1_700_000_000)); // 22:13:20 UTC
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// use schedpool::MissedTicks;
+    /// let h = pool.on_calendar(Hourly).missed_ticks(MissedTicks::Burst).start(|| ())?;
+    /// clock.advance(Duration::from_secs(2_800 + 2 * 3600)); // a suspend over 23:00, 00:00 and 01:00
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(h.run_count(), 3, "Burst runs each missed fire; Skip would run once");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn missed_ticks(mut self, policy: MissedTicks) -> Self {
         self.options.missed = policy;
         self
@@ -130,6 +260,30 @@ impl<'a> OnCalendar<'a> {
     /// clock again (default one minute): how soon a wall clock that stepped
     /// forward, or a resume from suspend, is noticed. Each check is a pop
     /// and a push of the task, without a run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use schedpool::{calendar::Schedule, ManualClock, ScheduledThreadPool};
+    ///
+    /// #[derive(Debug)]
+    /// struct Hourly; // every whole hour, UTC
+    /// impl Schedule for Hourly {
+    ///     fn next_after(&self, t: SystemTime) -> Option<SystemTime> {
+    ///         let s = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    ///         Some(UNIX_EPOCH + Duration::from_secs((s / 3600 + 1) * 3600))
+    ///     }
+    /// }
+    ///
+    /// let clock = ManualClock::new();
+    /// clock.set_wall_time(UNIX_EPOCH + Duration::from_secs(1_700_000_000)); // 22:13:20 UTC
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// // A laptop that suspends: notice a resume within 5 s, not a minute.
+    /// let h = pool.on_calendar(Hourly).wall_clock_check(Duration::from_secs(5)).start(|| ())?;
+    /// assert!(h.delay() <= Duration::from_secs(5));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn wall_clock_check(mut self, every: Duration) -> Self {
         self.check = every;
         self
@@ -142,10 +296,37 @@ impl<'a> OnCalendar<'a> {
     /// # Errors
     ///
     /// [`Rejected`] if the schedule has no fire after now (before
-    /// [`until`](Self::until)), for `max_runs(0)`, a zero
+    /// [`until`](Self::until)); if its `next_after` panics or answers a
+    /// time not after now (the message says which, with both times in
+    /// UTC); for `max_runs(0)`, a zero
     /// [`wall_clock_check`](Self::wall_clock_check), `MissedTicks::Delay`,
     /// a backoff with a zero initial delay or a maximum below it; or once
     /// shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use schedpool::{calendar::Schedule, ManualClock, ScheduledThreadPool};
+    ///
+    /// #[derive(Debug)]
+    /// struct Hourly; // every whole hour, UTC
+    /// impl Schedule for Hourly {
+    ///     fn next_after(&self, t: SystemTime) -> Option<SystemTime> {
+    ///         let s = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    ///         Some(UNIX_EPOCH + Duration::from_secs((s / 3600 + 1) * 3600))
+    ///     }
+    /// }
+    ///
+    /// let clock = ManualClock::new();
+    /// clock.set_wall_time(UNIX_EPOCH + Duration::from_secs(1_700_000_000)); // 22:13:20 UTC
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let h = pool.on_calendar(Hourly).start(|| println!("rotate the logs"))?;
+    /// clock.advance(Duration::from_secs(2_800));
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(h.run_count(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn start<F, R>(self, body: F) -> Result<ScheduledHandle<()>, Rejected>
     where
@@ -170,9 +351,12 @@ impl<'a> OnCalendar<'a> {
         let seq = shared.next_seq();
         let now = shared.clock.now();
         let control = Control::calendar(options, plan, now, seq);
-        let first = control
-            .plan()
-            .and_then(|plan| plan.first(shared.clock.wall_now(), now, control.jitter()));
+        let first = match control.plan() {
+            Some(plan) => plan
+                .first(shared.clock.wall_now(), now, control.jitter())
+                .map_err(Rejected::invalid)?,
+            None => None,
+        };
         let Some(deadline) = first else {
             return Err(Rejected::invalid(
                 "the schedule has no fire time after now (before `until`)",
@@ -207,8 +391,9 @@ impl ScheduledThreadPool {
     ///
     /// # Errors
     ///
-    /// [`Rejected`] if the schedule has no fire after now, or once shutdown
-    /// has begun.
+    /// [`Rejected`] if the schedule has no fire after now, or breaks its
+    /// contract (its `next_after` panics or answers a time not after now;
+    /// the message says which), or once shutdown has begun.
     ///
     /// # Examples
     ///
@@ -246,6 +431,29 @@ impl ScheduledThreadPool {
     }
 
     /// A calendar task with options: see [`OnCalendar`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use schedpool::{calendar::Schedule, ManualClock, ScheduledThreadPool};
+    ///
+    /// #[derive(Debug)]
+    /// struct Hourly; // every whole hour, UTC
+    /// impl Schedule for Hourly {
+    ///     fn next_after(&self, t: SystemTime) -> Option<SystemTime> {
+    ///         let s = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    ///         Some(UNIX_EPOCH + Duration::from_secs((s / 3600 + 1) * 3600))
+    ///     }
+    /// }
+    ///
+    /// let clock = ManualClock::new();
+    /// clock.set_wall_time(UNIX_EPOCH + Duration::from_secs(1_700_000_000)); // 22:13:20 UTC
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let h = pool.on_calendar(Hourly).max_runs(24).start(|| ())?;
+    /// assert_eq!(h.next_fire(), Some(UNIX_EPOCH + Duration::from_secs(1_700_002_800)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn on_calendar<S: Schedule>(&self, schedule: S) -> OnCalendar<'_> {
         OnCalendar {
             pool: self,

@@ -80,6 +80,20 @@ impl<T: 'static> CancelOnDrop<T> {
 
     /// Disarms the guard and gives the plain handle back (whose drop
     /// detaches: the task runs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let guard = pool.schedule(|| "sent", Duration::from_millis(5))?.cancel_on_drop();
+    /// // The request succeeded: keep the follow-up after all.
+    /// let handle = guard.into_inner();
+    /// assert_eq!(handle.join()?, "sent");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn into_inner(self) -> ScheduledHandle<T> {
         self.disarm()
@@ -87,6 +101,21 @@ impl<T: 'static> CancelOnDrop<T> {
 
     /// Disarms the guard and drops the handle: the task is detached and
     /// runs unobserved.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let (tx, rx) = mpsc::channel();
+    /// let guard = pool.schedule(move || tx.send("audit written").unwrap(), Duration::from_millis(5))?.cancel_on_drop();
+    /// guard.detach(); // let it run, unobserved
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(5))?, "audit written");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn detach(self) {
         drop(self.disarm());
     }
@@ -101,6 +130,18 @@ impl<T: 'static> CancelOnDrop<T> {
     /// # Panics
     ///
     /// If the result was already taken by awaiting the guard.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let guard = pool.schedule(|| 42, Duration::from_millis(1))?.cancel_on_drop();
+    /// assert_eq!(guard.join()?, 42);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn join(self) -> Result<T, TaskError> {
         self.disarm().join()

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use crate::base::clock::after;
 use crate::base::error::Rejected;
-use crate::pool::config::TERMINATED;
+use crate::pool::config::{run_state_name, TERMINATED};
 use crate::pool::handle::{PendingTask, ScheduledHandle};
 use crate::pool::shared::Shared;
 use crate::pool::stats::PoolStats;
@@ -106,6 +106,28 @@ impl ScheduledThreadPool {
     /// # Errors
     ///
     /// [`Rejected`] once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let (tx, rx) = mpsc::channel();
+    /// pool.execute(move || tx.send("sent").unwrap())?;
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(5))?, "sent");
+    ///
+    /// // An Err is a failed run, counted as a panic is.
+    /// pool.execute(|| Err::<(), _>("mail server down"))?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.stats().failed, 1);
+    ///
+    /// pool.shutdown();
+    /// assert!(pool.execute(|| ()).unwrap_err().is_shutdown());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn execute<F, R>(&self, task: F) -> Result<(), Rejected>
     where
         F: FnOnce() -> R + Send + 'static,
@@ -131,6 +153,21 @@ impl ScheduledThreadPool {
     /// # Errors
     ///
     /// [`Rejected`] once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(2);
+    /// let sum = pool.submit(|| (1..=10).sum::<u32>())?;
+    /// assert_eq!(sum.join()?, 55);
+    ///
+    /// // A Result is the task's value, not a failure.
+    /// let parsed = pool.submit(|| "42x".parse::<u32>())?;
+    /// assert!(parsed.join()?.is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn submit<F, T>(&self, task: F) -> Result<ScheduledHandle<T>, Rejected>
     where
@@ -183,6 +220,26 @@ impl ScheduledThreadPool {
     /// [`Builder::continue_periodic_after_shutdown`](crate::Builder::continue_periodic_after_shutdown) and
     /// [`Builder::execute_delayed_after_shutdown`](crate::Builder::execute_delayed_after_shutdown)). Idempotent. Returns
     /// `self`, so `pool.shutdown().await_termination(t)` reads naturally.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let reminder = pool.schedule(|| "reminder sent", Duration::from_millis(20))?;
+    /// let heartbeat = pool.schedule_at_fixed_rate(|| (), Duration::ZERO, Duration::from_millis(5))?;
+    ///
+    /// pool.shutdown();
+    /// assert!(pool.is_shutdown());
+    /// assert!(pool.submit(|| ()).unwrap_err().is_shutdown());
+    /// // The defaults: a delayed one-shot still runs, a periodic task stops.
+    /// assert_eq!(reminder.join()?, "reminder sent");
+    /// assert!(heartbeat.join().unwrap_err().is_cancelled());
+    /// assert!(pool.await_termination(Duration::from_secs(5)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn shutdown(&self) -> &Self {
         self.shared().shutdown();
         self
@@ -193,6 +250,29 @@ impl ScheduledThreadPool {
     /// tasks are cancelled instead: they are not queued). Running
     /// tasks finish their current run; periodic ones run no more. Run or
     /// drop the returned tasks: either completes their handles.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let close = pool.schedule(|| "order 7 closed", Duration::from_secs(1800))?;
+    /// let remind = pool.schedule(|| "reminder", Duration::from_secs(3600))?;
+    ///
+    /// let pending = pool.shutdown_now();
+    /// assert_eq!(pending.len(), 2, "nothing had started");
+    /// for task in pending {
+    ///     if task.id() == close.id() {
+    ///         task.run(); // run this one here and now
+    ///     } // the others are dropped: cancelled
+    /// }
+    /// assert_eq!(close.join()?, "order 7 closed");
+    /// assert!(remind.join().unwrap_err().is_cancelled());
+    /// assert!(pool.await_termination(Duration::from_secs(5)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn shutdown_now(&self) -> Vec<PendingTask> {
         let shared = self.shared();
         shared
@@ -206,6 +286,21 @@ impl ScheduledThreadPool {
     /// workers gone) or `timeout` (real time) has passed; true if
     /// terminated. Called from one of this pool's own threads it returns
     /// false at once instead of waiting for itself.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// pool.execute(|| std::thread::sleep(Duration::from_millis(20)))?;
+    /// // Not shut down: a running pool never terminates.
+    /// assert!(!pool.await_termination(Duration::from_millis(1)));
+    /// assert!(pool.shutdown().await_termination(Duration::from_secs(5)));
+    /// assert!(pool.is_terminated());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn await_termination(&self, timeout: Duration) -> bool {
         self.shared().await_termination(timeout)
     }
@@ -242,11 +337,34 @@ impl ScheduledThreadPool {
     }
 
     /// True once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// assert!(!pool.is_shutdown());
+    /// pool.shutdown();
+    /// assert!(pool.is_shutdown());
+    /// ```
     pub fn is_shutdown(&self) -> bool {
         self.shared().run_state() != crate::pool::config::RUNNING
     }
 
     /// True once the pool has terminated.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// pool.shutdown();
+    /// assert!(pool.await_termination(Duration::from_secs(5)));
+    /// assert!(pool.is_terminated());
+    /// ```
     pub fn is_terminated(&self) -> bool {
         self.shared().run_state() == TERMINATED
     }
@@ -255,6 +373,26 @@ impl ScheduledThreadPool {
     /// (real time) has passed; true if idle. Meant for tests with a
     /// [`ManualClock`](crate::ManualClock): advance, then wait for the
     /// consequences.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let closed = Arc::new(AtomicUsize::new(0));
+    /// let c = closed.clone();
+    /// let _timeout = pool.schedule(move || c.fetch_add(1, Ordering::SeqCst), Duration::from_secs(1800))?;
+    ///
+    /// clock.advance(Duration::from_secs(1800)); // 30 minutes, at once
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(closed.load(Ordering::SeqCst), 1, "the timeout ran");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn wait_idle(&self, timeout: Duration) -> bool {
         self.shared().wait_idle(timeout)
     }
@@ -262,11 +400,45 @@ impl ScheduledThreadPool {
     // ===== introspection =====
 
     /// Tasks waiting in the queue (due or not).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.schedule(|| (), Duration::from_secs(60))?;
+    /// assert_eq!(pool.queue_len(), 1);
+    /// h.cancel();
+    /// assert_eq!(pool.queue_len(), 0, "a cancel leaves at once");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn queue_len(&self) -> usize {
         self.shared().lock().queue.len()
     }
 
     /// Tasks running right now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let (started, release) = (mpsc::channel(), mpsc::channel::<()>());
+    /// let (tell, wait) = (started.0, release.1);
+    /// let h = pool.submit(move || { tell.send(()).unwrap(); wait.recv().unwrap() })?;
+    /// started.1.recv()?;
+    /// assert_eq!(pool.active_count(), 1);
+    /// release.0.send(())?;
+    /// h.join()?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.active_count(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn active_count(&self) -> usize {
         let shared = self.shared();
         let state = shared.lock();
@@ -275,16 +447,61 @@ impl ScheduledThreadPool {
 
     /// Runs finished so far: every run of a periodic task counts, and so do
     /// runs that panicked. Never decreases.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let three = pool.at_fixed_rate(Duration::from_millis(1)).max_runs(3).start(|| ())?;
+    /// three.join()?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(pool.completed_task_count(), 3, "every run counts");
+    /// assert_eq!(pool.task_count(), 1, "one task");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn completed_task_count(&self) -> u64 {
         self.shared().lock().completed
     }
 
     /// Tasks ever accepted (each periodic task counts once).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// pool.execute(|| ())?;
+    /// pool.submit(|| ())?.join()?;
+    /// assert_eq!(pool.task_count(), 2);
+    /// pool.shutdown();
+    /// assert!(pool.execute(|| ()).is_err());
+    /// assert_eq!(pool.task_count(), 2, "a rejected task is not counted");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn task_count(&self) -> u64 {
         self.shared().lock().accepted
     }
 
     /// Live worker threads; 0 once terminated.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(2);
+    /// assert_eq!(pool.pool_size(), 0, "workers start with the first tasks");
+    /// pool.submit(|| ())?.join()?;
+    /// assert!(pool.pool_size() >= 1);
+    /// assert!(pool.shutdown().await_termination(Duration::from_secs(5)));
+    /// assert_eq!(pool.pool_size(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pool_size(&self) -> usize {
         self.shared().lock().workers
     }
@@ -310,6 +527,14 @@ impl ScheduledThreadPool {
     }
 
     /// The configured number of core threads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// assert_eq!(ScheduledThreadPool::new(4).core_threads(), 4);
+    /// ```
     pub fn core_threads(&self) -> usize {
         self.shared().config.core_threads
     }
@@ -319,6 +544,19 @@ impl ScheduledThreadPool {
 /// has terminated (shut down, queue drained, every worker gone). Any
 /// executor works; it may be polled again after it is ready (it stays
 /// ready).
+///
+/// # Examples
+///
+/// ```
+/// use schedpool::ScheduledThreadPool;
+///
+/// async fn stop(pool: ScheduledThreadPool) {
+///     pool.shutdown();
+///     pool.terminated().await; // with tokio: tokio::time::timeout(d, pool.terminated())
+/// }
+/// # let pool = ScheduledThreadPool::new(1);
+/// # let _ = stop(pool);
+/// ```
 #[must_use = "a future does nothing unless awaited"]
 pub struct Terminated {
     shared: Arc<Shared>,
@@ -347,7 +585,10 @@ impl fmt::Debug for ScheduledThreadPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.shared().lock();
         f.debug_struct("ScheduledThreadPool")
-            .field("run_state", &state.run_state)
+            .field(
+                "run_state",
+                &format_args!("{}", run_state_name(state.run_state)),
+            )
             .field("workers", &state.workers)
             .field("queued", &state.queue.len())
             .field("active", &state.active)

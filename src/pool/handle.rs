@@ -28,6 +28,23 @@ use crate::task::header::{CANCELLED, DONE, PAUSED, RUNNING, SCHEDULED};
 use crate::task::ptr::TaskPtr;
 
 /// Where a task is in its life ([`ScheduledHandle::state`]).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::{ScheduledThreadPool, TaskState};
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// let h = pool.schedule(|| (), Duration::from_secs(60))?;
+/// assert_eq!(h.state(), TaskState::Scheduled);
+/// h.cancel();
+/// assert_eq!(h.state(), TaskState::Cancelled);
+/// let done = pool.submit(|| ())?;
+/// assert!(done.wait_timeout(Duration::from_secs(5)));
+/// assert_eq!(done.state(), TaskState::Done);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TaskState {
@@ -142,6 +159,22 @@ impl<T: 'static> ScheduledHandle<T> {
     /// detached and still runs. To cancel on drop instead (a timeout lost in
     /// a `select!` arm or an early return), wrap the handle in a guard with
     /// [`cancel_on_drop`](Self::cancel_on_drop).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ScheduledThreadPool, TaskError};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let close_unpaid = pool.schedule(|| "closed", Duration::from_secs(1800))?;
+    /// // The customer paid: the timeout goes, closure and all.
+    /// assert!(close_unpaid.cancel());
+    /// assert!(!close_unpaid.cancel(), "only the first call cancels");
+    /// assert_eq!(pool.queue_len(), 0);
+    /// assert_eq!(close_unpaid.join(), Err(TaskError::Cancelled));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cancel(&self) -> bool {
         let header = self.task.header();
         if !header.try_cancel() {
@@ -167,12 +200,40 @@ impl<T: 'static> ScheduledHandle<T> {
     pub fn detach(self) {}
 
     /// True if the task was cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.schedule(|| (), Duration::from_secs(60))?;
+    /// assert!(!h.is_cancelled());
+    /// h.cancel();
+    /// assert!(h.is_cancelled() && h.is_done());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         self.task.header().is_cancelled()
     }
 
     /// True once the task completed, failed (panicked, or a periodic body's
     /// `Err` stopped it) or was cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.submit(|| 1)?;
+    /// assert!(h.wait_timeout(Duration::from_secs(5)));
+    /// assert!(h.is_done());
+    /// assert!(!pool.schedule(|| 2, Duration::from_secs(60))?.is_done());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_done(&self) -> bool {
         self.task.header().is_done()
     }
@@ -181,6 +242,20 @@ impl<T: 'static> ScheduledHandle<T> {
     /// `Duration::ZERO` when due or done. For a calendar task, the time
     /// until the pool next looks at it (at most its wall-clock check
     /// interval); its next fire is [`next_fire`](Self::next_fire).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let h = pool.schedule(|| (), Duration::from_secs(30))?;
+    /// clock.advance(Duration::from_secs(10));
+    /// assert_eq!(h.delay(), Duration::from_secs(20));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn delay(&self) -> Duration {
         let header = self.task.header();
         if header.is_done() {
@@ -192,11 +267,39 @@ impl<T: 'static> ScheduledHandle<T> {
     /// The task's id: its submission sequence number, also the `id` field of
     /// its `task` tracing span. Ids wrap after 2^53 submissions (28 years at
     /// ten million a second).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::{RunInfo, ScheduledThreadPool};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.submit(|| RunInfo::current().map(|run| run.id()))?;
+    /// let id = h.id();
+    /// assert_eq!(h.join()?, Some(id), "the same id inside the run");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn id(&self) -> u64 {
         self.task.header().seq()
     }
 
     /// Where the task is in its life.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ScheduledThreadPool, TaskState};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let sync = pool.schedule_at_fixed_rate(|| (), Duration::from_secs(60), Duration::from_secs(60))?;
+    /// assert_eq!(sync.state(), TaskState::Scheduled);
+    /// sync.pause();
+    /// assert_eq!(sync.state(), TaskState::Paused);
+    /// sync.cancel();
+    /// assert_eq!(sync.state(), TaskState::Cancelled);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn state(&self) -> TaskState {
         match self.task.header().state() {
             SCHEDULED => TaskState::Scheduled,
@@ -212,6 +315,21 @@ impl<T: 'static> ScheduledHandle<T> {
     /// done or while it is paused. While a run is in progress this is the
     /// run's own due time. For a calendar task, see
     /// [`next_fire`](Self::next_fire).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let flush = pool.schedule_at_fixed_rate(|| (), Duration::from_secs(10), Duration::from_secs(10))?;
+    /// assert_eq!(flush.next_run(), Some(clock.now() + Duration::from_secs(10)));
+    /// flush.pause();
+    /// assert_eq!(flush.next_run(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn next_run(&self) -> Option<Instant> {
         let header = self.task.header();
         matches!(header.state(), SCHEDULED | RUNNING).then(|| to_instant(header.deadline()))
@@ -250,6 +368,24 @@ impl<T: 'static> ScheduledHandle<T> {
     }
 
     /// Runs completed so far (a one-shot: 0 or 1; runs that panicked count).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let tick = pool.schedule_at_fixed_rate(|| (), Duration::ZERO, Duration::from_secs(1))?;
+    /// for _ in 0..3 {
+    ///     assert!(pool.wait_idle(Duration::from_secs(5)));
+    ///     clock.advance(Duration::from_secs(1));
+    /// }
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(tick.run_count(), 4, "at 0, 1, 2 and 3 s");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run_count(&self) -> u64 {
         self.task.runs()
     }
@@ -257,6 +393,31 @@ impl<T: 'static> ScheduledHandle<T> {
     /// Runs of a periodic task that failed so far, by a panic or an `Err`
     /// from its body (whatever its [`OnFailure`](crate::OnFailure) policy);
     /// for a one-shot, 1 if it panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, OnFailure, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let mut attempt = 0;
+    /// let sync = pool
+    ///     .at_fixed_rate(Duration::from_secs(60))
+    ///     .on_failure(OnFailure::Continue)
+    ///     .start(move || {
+    ///         attempt += 1;
+    ///         if attempt == 1 { Err(format!("upstream down (attempt {attempt})")) } else { Ok(()) }
+    ///     })?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(sync.failure_count(), 1);
+    /// assert_eq!(sync.last_failure().as_deref(), Some("upstream down (attempt 1)"));
+    /// clock.advance(Duration::from_secs(60));
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!((sync.run_count(), sync.failure_count()), (2, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn failure_count(&self) -> u64 {
         match self.task.control() {
             Some(control) => control.failures(),
@@ -268,6 +429,19 @@ impl<T: 'static> ScheduledHandle<T> {
     /// message, or the `Display` text of the `Err` the body returned. Once
     /// [`is_done`](Self::is_done) is true, a one-shot task's answer is
     /// final (this waits the moment it takes to be recorded).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.submit(|| -> u32 { panic!("bad row 17") })?;
+    /// assert!(h.wait_timeout(Duration::from_secs(5)));
+    /// assert_eq!(h.last_failure().as_deref(), Some("bad row 17"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn last_failure(&self) -> Option<String> {
         match self.task.control() {
             Some(control) => control.last_failure(),
@@ -290,6 +464,24 @@ impl<T: 'static> ScheduledHandle<T> {
     /// Returns false if it was not waiting or running (done, cancelled,
     /// already paused), or once the pool is shutting down: shutdown
     /// completes paused tasks as cancelled, since nobody could resume them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let report = pool.schedule_at_fixed_rate(|| (), Duration::from_secs(10), Duration::from_secs(10))?;
+    /// assert!(report.pause()); // maintenance window
+    /// assert!(!report.pause(), "already paused");
+    /// clock.advance(Duration::from_secs(60));
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(report.run_count(), 0, "nothing runs while paused");
+    /// assert_eq!(pool.queue_len(), 0, "a paused task is out of the queue");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pause(&self) -> bool {
         self.pool.pause(&self.job())
     }
@@ -303,6 +495,25 @@ impl<T: 'static> ScheduledHandle<T> {
     /// not passed it, else at the first fire after now (a schedule with no
     /// fire left completes the handle with `Ok(())`). Returns false if it
     /// was not paused.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let every_10s = pool.schedule_at_fixed_rate(|| (), Duration::from_secs(10), Duration::from_secs(10))?;
+    /// let start = clock.now();
+    /// every_10s.pause();
+    /// clock.advance(Duration::from_secs(35));
+    /// assert!(every_10s.resume());
+    /// // Back on its grid: the next point after now, 40 s; 10, 20 and 30 s are not replayed.
+    /// assert_eq!(every_10s.next_run(), Some(start + Duration::from_secs(40)));
+    /// assert!(!every_10s.resume(), "not paused any more");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn resume(&self) -> bool {
         self.pool.resume(&self.job())
     }
@@ -312,6 +523,19 @@ impl<T: 'static> ScheduledHandle<T> {
     /// schedule continues from the run it pulled forward. Returns false if
     /// there is no run to pull forward (done, cancelled, paused, a running
     /// one-shot, or an idle timer, which fires on idleness only).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let nightly = pool.schedule(|| "report built", Duration::from_secs(6 * 3600))?;
+    /// assert!(nightly.trigger(), "an operator asks for it now");
+    /// assert_eq!(nightly.join()?, "report built");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn trigger(&self) -> bool {
         self.pool.trigger(&self.job())
     }
@@ -343,6 +567,24 @@ impl<T: 'static> ScheduledHandle<T> {
     ///
     /// [`Rejected`] for a zero period, a one-shot or calendar task, or a
     /// finished task.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let start = clock.now();
+    /// let poll = pool.schedule_at_fixed_rate(|| (), Duration::from_secs(60), Duration::from_secs(60))?;
+    /// // Load is high: poll every 5 minutes instead.
+    /// poll.set_period(Duration::from_secs(300))?;
+    /// assert_eq!(poll.period(), Some(Duration::from_secs(300)));
+    /// assert_eq!(poll.next_run(), Some(start + Duration::from_secs(60)), "the first run keeps its delay");
+    /// assert!(poll.set_period(Duration::ZERO).unwrap_err().is_invalid_argument());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_period(&self, period: Duration) -> Result<(), Rejected> {
         if period.is_zero() {
             return Err(Rejected::invalid("period must be greater than zero"));
@@ -365,6 +607,19 @@ impl<T: 'static> ScheduledHandle<T> {
 
     /// The current period (fixed rate) or delay (fixed delay); `None` for a
     /// one-shot or calendar task.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let gc = pool.schedule_with_fixed_delay(|| (), Duration::from_secs(1), Duration::from_secs(30))?;
+    /// assert_eq!(gc.period(), Some(Duration::from_secs(30)));
+    /// assert_eq!(pool.schedule(|| (), Duration::from_secs(1))?.period(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn period(&self) -> Option<Duration> {
         self.task
             .control()
@@ -374,6 +629,21 @@ impl<T: 'static> ScheduledHandle<T> {
 
     /// Blocks up to `timeout` (real time); true once the task is done
     /// (completed, failed or cancelled). Consumes nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let slow = pool.schedule(|| "done", Duration::from_secs(60))?;
+    /// assert!(!slow.wait_timeout(Duration::from_millis(10)), "not within 10 ms");
+    /// let quick = pool.submit(|| "done")?;
+    /// assert!(quick.wait_timeout(Duration::from_secs(5)));
+    /// assert_eq!(quick.join()?, "done", "the result is still there");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
         self.completion().wait_timeout(self.task.header(), timeout)
     }
@@ -389,6 +659,18 @@ impl<T: 'static> ScheduledHandle<T> {
     /// # Panics
     ///
     /// If the result was already taken by awaiting the handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::{ScheduledThreadPool, TaskError};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// assert_eq!(pool.submit(|| 6 * 7)?.join(), Ok(42));
+    /// let failed = pool.submit(|| -> u32 { panic!("boom") })?.join();
+    /// assert!(matches!(failed, Err(TaskError::Panicked(p)) if p == "boom"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn join(self) -> Result<T, TaskError> {
         self.completion().join(self.task.header())
@@ -421,6 +703,25 @@ impl<T: 'static> fmt::Debug for ScheduledHandle<T> {
 /// [`run`](PendingTask::run) it on the current thread, or drop it: its handle
 /// then completes with [`TaskError::Cancelled`]. Either way nobody waiting
 /// on the handle hangs.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::ScheduledThreadPool;
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// let flush = pool.schedule(|| "flushed", Duration::from_secs(60))?;
+/// let audit = pool.schedule(|| "audited", Duration::from_secs(60))?;
+/// for task in pool.shutdown_now() {
+///     if task.id() == flush.id() {
+///         task.run(); // must not be lost
+///     } // the rest are dropped: cancelled
+/// }
+/// assert_eq!(flush.join()?, "flushed");
+/// assert!(audit.join().unwrap_err().is_cancelled());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a PendingTask dropped unrun is cancelled; call .run() to run it"]
 pub struct PendingTask {
     /// `Some` until dropped: `Drop` takes it out to drop it quietly.
@@ -446,6 +747,21 @@ impl PendingTask {
     /// reported (handle, `ERROR` event, the pool's failure handler). A
     /// periodic task runs once and then completes as cancelled (its pool is
     /// stopped).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let flush = pool.schedule(|| "flushed", Duration::from_secs(60))?;
+    /// for task in pool.shutdown_now() {
+    ///     task.run(); // flush before exiting, on this thread
+    /// }
+    /// assert_eq!(flush.join()?, "flushed");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run(self) {
         let task = self.task();
         let header = task.header();
@@ -460,11 +776,38 @@ impl PendingTask {
     }
 
     /// The task's id (as [`ScheduledHandle::id`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.schedule(|| (), Duration::from_secs(60))?;
+    /// let pending = pool.shutdown_now();
+    /// assert_eq!(pending[0].id(), h.id());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn id(&self) -> u64 {
         self.task().header().seq()
     }
 
     /// True for a fixed-rate or fixed-delay task.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let _tick = pool.schedule_at_fixed_rate(|| (), Duration::from_secs(60), Duration::from_secs(60))?;
+    /// let _once = pool.schedule(|| (), Duration::from_secs(60))?;
+    /// let periodic: Vec<bool> = pool.shutdown_now().iter().map(|t| t.is_periodic()).collect();
+    /// assert_eq!(periodic, [true, false], "in deadline order, then submission order");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_periodic(&self) -> bool {
         self.task().header().kind().is_periodic()
     }

@@ -62,36 +62,130 @@ impl RunInfo {
 
     /// The run in progress on this thread, if it is a pool worker running a
     /// task.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::{RunInfo, ScheduledThreadPool};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let info = pool.submit(RunInfo::current)?.join()?.expect("inside a run");
+    /// assert_eq!((info.kind(), info.run()), ("once", 1));
+    /// assert!(RunInfo::current().is_none(), "not on a worker");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn current() -> Option<RunInfo> {
         CURRENT_RUN.with(Cell::get)
     }
 
     /// The task's id ([`ScheduledHandle::id`](crate::ScheduledHandle::id)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::{RunInfo, ScheduledThreadPool};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.submit(|| RunInfo::current().map(|run| run.id()))?;
+    /// let id = h.id();
+    /// assert_eq!(h.join()?, Some(id));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn id(&self) -> u64 {
         self.id
     }
 
     /// `"once"`, `"fixed_rate"`, `"fixed_delay"`, `"calendar"` or `"idle"`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{RunInfo, ScheduledThreadPool};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.at_fixed_rate(Duration::from_millis(1)).max_runs(1).start(|| {
+    ///     assert_eq!(RunInfo::current().unwrap().kind(), "fixed_rate");
+    /// })?;
+    /// h.join()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn kind(&self) -> &'static str {
         self.kind
     }
 
     /// When this run was due (by the pool's clock).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use schedpool::{RunInfo, ScheduledThreadPool};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let due = Instant::now() + Duration::from_millis(5);
+    /// let info = pool.schedule(RunInfo::current, Duration::from_millis(5))?.join()?.unwrap();
+    /// assert!(info.due() >= due - Duration::from_millis(1));
+    /// assert!(info.started() >= info.due(), "never early");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn due(&self) -> Instant {
         to_instant(self.due)
     }
 
     /// When this run started (by the pool's clock).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use schedpool::{RunInfo, ScheduledThreadPool};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let before = Instant::now();
+    /// let info = pool.submit(RunInfo::current)?.join()?.unwrap();
+    /// assert!(info.started() >= before && info.started() <= Instant::now());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn started(&self) -> Instant {
         to_instant(self.started)
     }
 
     /// How late the run started: `started - due`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, RunInfo, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let h = pool.schedule(|| RunInfo::current().unwrap().lateness(), Duration::from_secs(10))?;
+    /// clock.advance(Duration::from_secs(12)); // the machine slept through the due time
+    /// assert_eq!(h.join()?, Duration::from_secs(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn lateness(&self) -> Duration {
         Duration::from_nanos(self.started.saturating_sub(self.due))
     }
 
     /// Which run of the task this is, from 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{RunInfo, ScheduledThreadPool};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.at_fixed_rate(Duration::from_millis(1)).max_runs(3).start(|| {
+    ///     let run = RunInfo::current().unwrap().run();
+    ///     assert!((1..=3).contains(&run));
+    /// })?;
+    /// h.join()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run(&self) -> u64 {
         self.run
     }
@@ -120,6 +214,24 @@ impl Drop for CurrentRun {
 /// A failed run, handed to the pool's failure handler
 /// ([`Builder::failure_handler`](crate::Builder::failure_handler)): a panic
 /// caught in a task, or an `Err` a periodic or `execute` body returned.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::ScheduledThreadPool;
+///
+/// let pool = ScheduledThreadPool::builder()
+///     .core_threads(1)
+///     .failure_handler(|failure| {
+///         // Report it: to your error tracker, say.
+///         eprintln!("task {} ({}) failed: {}", failure.id(), failure.kind(), failure.message());
+///     })
+///     .build()?;
+/// pool.execute(|| Err::<(), _>("disk full"))?;
+/// assert!(pool.wait_idle(Duration::from_secs(5)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct TaskFailure {
     id: u64,
     kind: &'static str,
@@ -127,13 +239,6 @@ pub struct TaskFailure {
     payload: Box<dyn Any + Send>,
     panicked: bool,
 }
-
-/// The old name of [`TaskFailure`], from when only a panic was a failure.
-#[deprecated(
-    since = "0.1.0",
-    note = "renamed `TaskFailure`: an `Err` returned by a body is a failure too"
-)]
-pub type TaskPanic = TaskFailure;
 
 impl TaskFailure {
     pub(crate) fn new(
@@ -153,22 +258,102 @@ impl TaskFailure {
     }
 
     /// True for a panic; false for an `Err` the body returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    /// use schedpool::{ScheduledThreadPool, TaskFailure};
+    ///
+    /// let failures: Arc<Mutex<Vec<TaskFailure>>> = Arc::default();
+    /// let f = failures.clone();
+    /// let pool = ScheduledThreadPool::builder()
+    ///     .core_threads(1)
+    ///     .failure_handler(move |failure| f.lock().unwrap().push(failure))
+    ///     .build()?;
+    /// pool.execute(|| -> () { panic!("bug") })?;
+    /// pool.execute(|| Err::<(), _>("disk full"))?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// let kinds: Vec<bool> = failures.lock().unwrap().iter().map(|f| f.is_panic()).collect();
+    /// assert_eq!(kinds, [true, false]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_panic(&self) -> bool {
         self.panicked
     }
 
     /// The id of the task that failed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    /// use schedpool::{ScheduledThreadPool, TaskFailure};
+    ///
+    /// let failures: Arc<Mutex<Vec<TaskFailure>>> = Arc::default();
+    /// let f = failures.clone();
+    /// let pool = ScheduledThreadPool::builder()
+    ///     .core_threads(1)
+    ///     .failure_handler(move |failure| f.lock().unwrap().push(failure))
+    ///     .build()?;
+    /// let h = pool.submit(|| -> () { panic!("bug") })?;
+    /// let id = h.id();
+    /// assert!(h.join().is_err());
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(failures.lock().unwrap()[0].id(), id);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn id(&self) -> u64 {
         self.id
     }
 
     /// The task's kind (as [`RunInfo::kind`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    /// use schedpool::{ScheduledThreadPool, TaskFailure};
+    ///
+    /// let failures: Arc<Mutex<Vec<TaskFailure>>> = Arc::default();
+    /// let f = failures.clone();
+    /// let pool = ScheduledThreadPool::builder()
+    ///     .core_threads(1)
+    ///     .failure_handler(move |failure| f.lock().unwrap().push(failure))
+    ///     .build()?;
+    /// pool.execute(|| Err::<(), _>("disk full"))?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(failures.lock().unwrap()[0].kind(), "once");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn kind(&self) -> &'static str {
         self.kind
     }
 
     /// The panic message (as in [`TaskError::Panicked`](crate::TaskError::Panicked)),
     /// or the `Display` text of the `Err` the body returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    /// use schedpool::{ScheduledThreadPool, TaskFailure};
+    ///
+    /// let failures: Arc<Mutex<Vec<TaskFailure>>> = Arc::default();
+    /// let f = failures.clone();
+    /// let pool = ScheduledThreadPool::builder()
+    ///     .core_threads(1)
+    ///     .failure_handler(move |failure| f.lock().unwrap().push(failure))
+    ///     .build()?;
+    /// pool.execute(|| Err::<(), _>(format!("disk {} full", "/var")))?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(failures.lock().unwrap()[0].message(), "disk /var full");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -178,11 +363,51 @@ impl TaskFailure {
     /// [`TaskError::into_panic`](crate::TaskError::into_panic)); for an
     /// `Err`, its text as a `String` (the error value itself is not kept, so
     /// it need not be `Send`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    /// use schedpool::{ScheduledThreadPool, TaskFailure};
+    ///
+    /// let failures: Arc<Mutex<Vec<TaskFailure>>> = Arc::default();
+    /// let f = failures.clone();
+    /// let pool = ScheduledThreadPool::builder()
+    ///     .core_threads(1)
+    ///     .failure_handler(move |failure| f.lock().unwrap().push(failure))
+    ///     .build()?;
+    /// pool.execute(|| -> () { std::panic::panic_any(503u16) })?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(failures.lock().unwrap()[0].payload().downcast_ref::<u16>(), Some(&503));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn payload(&self) -> &(dyn Any + Send) {
         &*self.payload
     }
 
     /// The payload, owned (for `std::panic::resume_unwind`, say).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    /// use schedpool::{ScheduledThreadPool, TaskFailure};
+    ///
+    /// let failures: Arc<Mutex<Vec<TaskFailure>>> = Arc::default();
+    /// let f = failures.clone();
+    /// let pool = ScheduledThreadPool::builder()
+    ///     .core_threads(1)
+    ///     .failure_handler(move |failure| f.lock().unwrap().push(failure))
+    ///     .build()?;
+    /// pool.execute(|| -> () { std::panic::panic_any(503u16) })?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// let failure = failures.lock().unwrap().remove(0);
+    /// let payload: Box<dyn std::any::Any + Send> = failure.into_payload();
+    /// assert_eq!(payload.downcast::<u16>().ok().map(|code| *code), Some(503));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_payload(self) -> Box<dyn Any + Send> {
         self.payload
     }

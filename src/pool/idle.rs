@@ -52,23 +52,86 @@ pub struct IdleTimer<T> {
 impl<T: 'static> IdleTimer<T> {
     /// Records activity: the timer now fires `timeout` after this moment.
     /// Returns false if the timer has already fired or was cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let session = pool.idle_timer(Duration::from_secs(300), || "logged out")?;
+    /// for _ in 0..10 {
+    ///     clock.advance(Duration::from_secs(200)); // a request every 200 s
+    ///     assert!(session.touch(), "still open");
+    /// }
+    /// clock.advance(Duration::from_secs(300)); // then nothing for 5 minutes
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert!(!session.touch(), "too late: logged out");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn touch(&self) -> bool {
         let (task, pool) = self.handle.task_and_pool();
         (self.touch)(task, pool.clock.now())
     }
 
     /// The timer's handle: cancel it, wait for it, await it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let timer = pool.idle_timer(Duration::from_secs(60), || ())?;
+    /// assert_eq!(timer.handle().delay(), Duration::from_secs(60));
+    /// clock.advance(Duration::from_secs(60));
+    /// assert!(timer.handle().wait_timeout(Duration::from_secs(5)), "fired");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn handle(&self) -> &ScheduledHandle<T> {
         &self.handle
     }
 
     /// The handle, consuming the timer (no more touches).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let timer = pool.idle_timer(Duration::from_secs(60), || "closed")?;
+    /// let handle = timer.into_handle(); // nobody will touch it again
+    /// clock.advance(Duration::from_secs(60));
+    /// assert_eq!(handle.join()?, "closed");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn into_handle(self) -> ScheduledHandle<T> {
         self.handle
     }
 
     /// Cancels the timer (see [`ScheduledHandle::cancel`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let timer = pool.idle_timer(Duration::from_secs(60), || ())?;
+    /// // The client said goodbye: no idle close needed.
+    /// assert!(timer.cancel());
+    /// assert!(!timer.touch(), "a cancelled timer takes no touches");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cancel(&self) -> bool {
         self.handle.cancel()
     }
@@ -89,6 +152,27 @@ impl ScheduledThreadPool {
     /// # Errors
     ///
     /// [`Rejected`] if `timeout` is zero, or once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// // Close a connection idle for 60 s.
+    /// let close = pool.idle_timer(Duration::from_secs(60), || "closed")?;
+    /// clock.advance(Duration::from_secs(45));
+    /// close.touch(); // a request: idle again from now
+    /// clock.advance(Duration::from_secs(45));
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert!(!close.handle().is_done(), "idle 45 s only");
+    /// clock.advance(Duration::from_secs(15));
+    /// assert_eq!(close.into_handle().join()?, "closed");
+    /// assert!(pool.idle_timer(Duration::ZERO, || ()).unwrap_err().is_invalid_argument());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn idle_timer<F, T>(&self, timeout: Duration, task: F) -> Result<IdleTimer<T>, Rejected>
     where

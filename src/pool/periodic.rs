@@ -1,5 +1,5 @@
 //! Periodic tasks, the public side: the [`Periodic`] builder and its
-//! options (missed ticks, panic policy, run limits, jitter, dynamic
+//! options (missed ticks, failure policy, run limits, jitter, dynamic
 //! delays), and the pieces calendar tasks (`crate::pool::calendar`) share
 //! with it: the option checks, the plain-body wrapper and the submission.
 //! The task body that computes each next run is in `crate::task::periodic`.
@@ -73,6 +73,19 @@ impl<'a> Periodic<'a> {
     }
 
     /// The delay before the first run (default: none).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let h = pool.at_fixed_rate(Duration::from_secs(60)).initial_delay(Duration::from_secs(5)).start(|| ())?;
+    /// assert_eq!(h.next_run(), Some(clock.now() + Duration::from_secs(5)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn initial_delay(mut self, delay: Duration) -> Self {
         self.initial_delay = delay;
         self
@@ -80,6 +93,25 @@ impl<'a> Periodic<'a> {
 
     /// What a fixed-rate task does about missed runs (default
     /// [`MissedTicks::Burst`]). Fixed-delay tasks never miss a run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, MissedTicks, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let h = pool
+    ///     .at_fixed_rate(Duration::from_secs(10))
+    ///     .initial_delay(Duration::from_secs(10))
+    ///     .missed_ticks(MissedTicks::Skip)
+    ///     .start(|| ())?;
+    /// clock.advance(Duration::from_secs(50)); // a 50 s stall: 5 runs were due
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(h.run_count(), 1, "Skip runs once; Burst would run 5 times");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn missed_ticks(mut self, policy: MissedTicks) -> Self {
         self.options.missed = policy;
         self
@@ -87,21 +119,44 @@ impl<'a> Periodic<'a> {
 
     /// What happens when a run fails: it panics, or the body returns `Err`
     /// (default [`OnFailure::Stop`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, OnFailure, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let h = pool
+    ///     .with_fixed_delay(Duration::from_secs(60))
+    ///     .on_failure(OnFailure::Continue) // a bad run does not end it
+    ///     .start(|| Err::<(), _>("upstream down"))?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5)));
+    /// assert_eq!(h.failure_count(), 1);
+    /// assert!(!h.is_done(), "still scheduled");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn on_failure(mut self, policy: OnFailure) -> Self {
         self.options.on_failure = policy;
         self
     }
 
-    /// The old name of [`on_failure`](Self::on_failure).
-    #[deprecated(
-        since = "0.1.0",
-        note = "renamed `on_failure`: an `Err` returned by the body is a failure too"
-    )]
-    pub fn on_panic(self, policy: OnFailure) -> Self {
-        self.on_failure(policy)
-    }
-
     /// Run at most `n` times, then complete the handle with `Ok(())`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let retry = pool.with_fixed_delay(Duration::from_millis(1)).max_runs(3).start(|| ())?;
+    /// retry.join()?;
+    /// assert!(pool.wait_idle(Duration::from_secs(5))); // the last run is counted
+    /// assert_eq!(pool.completed_task_count(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn max_runs(mut self, n: u64) -> Self {
         self.options.max_runs = Some(n);
         self
@@ -109,6 +164,26 @@ impl<'a> Periodic<'a> {
 
     /// Run no run due after `deadline` (by the pool's clock); the handle then
     /// completes with `Ok(())`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// let h = pool
+    ///     .at_fixed_rate(Duration::from_secs(10))
+    ///     .until(clock.now() + Duration::from_secs(25))
+    ///     .start(|| ())?;
+    /// for _ in 0..3 {
+    ///     assert!(pool.wait_idle(Duration::from_secs(5)));
+    ///     clock.advance(Duration::from_secs(10));
+    /// }
+    /// assert_eq!(h.join(), Ok(()), "ran at 0, 10 and 20 s; 30 s is past until");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn until(mut self, deadline: Instant) -> Self {
         self.until = Some(deadline);
         self
@@ -117,6 +192,26 @@ impl<'a> Periodic<'a> {
     /// Spread each run (the first included) by a random delay in
     /// `[0, max)`, so many tasks with one period do not fire at one instant.
     /// The grid itself does not drift.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{ManualClock, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+    /// // 1,000 clients polling every minute do not all start in the same millisecond.
+    /// let poll = pool
+    ///     .at_fixed_rate(Duration::from_secs(60))
+    ///     .initial_delay(Duration::from_secs(60))
+    ///     .jitter(Duration::from_secs(5))
+    ///     .start(|| ())?;
+    /// let first = poll.delay();
+    /// assert!(first >= Duration::from_secs(60) && first < Duration::from_secs(65));
+    /// assert!(pool.at_fixed_rate(Duration::from_secs(1)).jitter(Duration::from_secs(2)).start(|| ()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn jitter(mut self, max: Duration) -> Self {
         self.options.jitter = delay_nanos(max);
         self
@@ -133,6 +228,31 @@ impl<'a> Periodic<'a> {
     /// [`Rejected`] for a zero period, `max_runs(0)`, an `until` before the
     /// first run, jitter larger than the period, a backoff with a zero
     /// initial delay or a maximum below it; or once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// #[derive(Debug)]
+    /// struct Unreachable;
+    /// impl std::fmt::Display for Unreachable {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    ///         f.write_str("upstream unreachable")
+    ///     }
+    /// }
+    /// fn ping() -> Result<(), Unreachable> { Err(Unreachable) }
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.at_fixed_rate(Duration::from_millis(1)).start(|| -> Result<(), Unreachable> {
+    ///     ping()?;
+    ///     Ok(())
+    /// })?;
+    /// // The default OnFailure::Stop ends the task at its first Err.
+    /// assert_eq!(h.join().unwrap_err().failure_message(), Some("upstream unreachable"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn start<F, R>(self, body: F) -> Result<ScheduledHandle<()>, Rejected>
     where
@@ -325,6 +445,21 @@ impl ScheduledThreadPool {
     /// # Errors
     ///
     /// [`Rejected`] if `delay` is zero, or once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// // Sweep expired sessions; the next sweep starts 30 s after this one ends,
+    /// // however long it took.
+    /// let sweeper = pool.schedule_with_fixed_delay(|| { /* sweep */ }, Duration::ZERO, Duration::from_secs(30))?;
+    /// assert_eq!(sweeper.period(), Some(Duration::from_secs(30)));
+    /// assert!(pool.schedule_with_fixed_delay(|| (), Duration::ZERO, Duration::ZERO).unwrap_err().is_invalid_argument());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use = "the handle is how to cancel or join the task; dropping it detaches the task (it still runs)"]
     pub fn schedule_with_fixed_delay<F, R>(
         &self,
@@ -342,11 +477,39 @@ impl ScheduledThreadPool {
     }
 
     /// A fixed-rate periodic task with options: see [`Periodic`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool.at_fixed_rate(Duration::from_millis(1)).max_runs(2).start(|| ())?;
+    /// assert_eq!(h.join(), Ok(()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn at_fixed_rate(&self, period: Duration) -> Periodic<'_> {
         Periodic::new(self, Kind::FixedRate, period)
     }
 
     /// A fixed-delay periodic task with options: see [`Periodic`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::{OnFailure, ScheduledThreadPool};
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool
+    ///     .with_fixed_delay(Duration::from_secs(30))
+    ///     .initial_delay(Duration::from_secs(1))
+    ///     .on_failure(OnFailure::Backoff { initial: Duration::from_secs(1), max: Duration::from_secs(60) })
+    ///     .start(|| ())?;
+    /// # h.cancel();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_fixed_delay(&self, delay: Duration) -> Periodic<'_> {
         Periodic::new(self, Kind::FixedDelay, delay)
     }

@@ -98,6 +98,23 @@ impl LatenessHistogram {
 
 /// How late runs started (start minus due), over the pool's life.
 /// Percentiles are bucket lower bounds, within 12.5 %.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::ScheduledThreadPool;
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// for _ in 0..10 {
+///     pool.schedule(|| (), Duration::from_millis(1))?.join()?;
+/// }
+/// assert!(pool.wait_idle(Duration::from_secs(5)));
+/// let late = pool.stats().lateness;
+/// assert_eq!(late.count, 10);
+/// assert!(late.p50 <= late.p99 && late.p99 <= late.max);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Lateness {
@@ -113,6 +130,22 @@ pub struct Lateness {
 
 /// A snapshot of a pool's counters
 /// ([`ScheduledThreadPool::stats`](crate::ScheduledThreadPool::stats)).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::ScheduledThreadPool;
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// pool.submit(|| ())?.join()?;
+/// let _ = pool.submit(|| -> () { panic!("bug") })?.join();
+/// pool.schedule(|| (), Duration::from_secs(60))?.cancel();
+/// assert!(pool.wait_idle(Duration::from_secs(5)));
+/// let stats = pool.stats();
+/// assert_eq!((stats.accepted, stats.completed, stats.panicked, stats.cancelled), (3, 2, 1, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct PoolStats {

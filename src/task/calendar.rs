@@ -23,7 +23,8 @@
 //!   runs under no lock of ours: not this one, not the pool's (a resume asks
 //!   it first, [`Plan::resume_fire`], and applies the answer under the pool
 //!   lock). It is caught: a panic or a fire not after its argument ends the
-//!   task's fires (an `ERROR` event says why), never a worker.
+//!   task's fires (an `ERROR` event says why), never a worker; at `start`
+//!   ([`Plan::first`]) it is the caller's error instead, saying which.
 //! - Only the runner (between `first` and the end of a run) or a resume (of
 //!   a paused task, which nothing else touches) moves `fire`, so reading it,
 //!   asking the schedule unlocked, then arming, loses no update.
@@ -33,7 +34,7 @@ use std::time::SystemTime;
 
 use crate::base::clock::{wall_nanos, wall_time, Nanos};
 use crate::base::sync::Mutex;
-use crate::calendar::Schedule;
+use crate::calendar::{utc_text, Schedule};
 
 /// The pending fire of a calendar task.
 #[derive(Debug, Clone, Copy)]
@@ -104,9 +105,21 @@ impl Plan {
     /// Plans the first fire, the first one after `wall`; returns its
     /// monotonic deadline, or `None` if the schedule has none (within
     /// `until`).
-    pub(crate) fn first(&self, wall: SystemTime, mono: Nanos, jitter: Nanos) -> Option<Nanos> {
-        let fire = self.fire_after(wall)?;
-        self.arm(&mut self.pending.lock(), fire, jitter, wall, mono)
+    ///
+    /// # Errors
+    ///
+    /// What the schedule did, in words, if it broke its contract: it
+    /// panicked, or answered a time not after `wall`.
+    pub(crate) fn first(
+        &self,
+        wall: SystemTime,
+        mono: Nanos,
+        jitter: Nanos,
+    ) -> Result<Option<Nanos>, String> {
+        let Some(fire) = self.ask(wall)? else {
+            return Ok(None);
+        };
+        Ok(self.arm(&mut self.pending.lock(), fire, jitter, wall, mono))
     }
 
     /// Plans the fire after the one just run: the schedule's next one after
@@ -209,30 +222,42 @@ impl Plan {
     }
 
     /// The schedule's next fire after `after`, with its contract enforced:
-    /// a panic, or a fire not strictly after `after`, ends the fires.
+    /// a panic, or a fire not strictly after `after`, ends the fires (an
+    /// `ERROR` event says which).
     fn fire_after(&self, after: SystemTime) -> Option<SystemTime> {
+        self.ask(after).unwrap_or_else(|broken| {
+            tracing::error!(
+                target: "schedpool::calendar",
+                schedule = ?self.schedule,
+                "{broken}; the task fires no more"
+            );
+            None
+        })
+    }
+
+    /// The schedule's next fire after `after`.
+    ///
+    /// # Errors
+    ///
+    /// If the schedule panicked or answered a time not strictly after
+    /// `after`: what it did, in words (with both times in UTC).
+    fn ask(&self, after: SystemTime) -> Result<Option<SystemTime>, String> {
         match catch_unwind(AssertUnwindSafe(|| self.schedule.next_after(after))) {
-            Ok(Some(fire)) if fire > after => Some(fire),
-            Ok(Some(fire)) => {
-                tracing::error!(
-                    target: "schedpool::calendar",
-                    schedule = ?self.schedule,
-                    ?after,
-                    ?fire,
-                    "a schedule's next_after returned a time not after its argument; the task fires no more"
-                );
-                None
-            }
-            Ok(None) => None,
+            Ok(Some(fire)) if fire > after => Ok(Some(fire)),
+            Ok(Some(fire)) => Err(format!(
+                "the schedule broke its contract: next_after({}) returned {}, not a time after it",
+                utc_text(after),
+                utc_text(fire)
+            )),
+            Ok(None) => Ok(None),
             Err(payload) => {
-                tracing::error!(
-                    target: "schedpool::calendar",
-                    schedule = ?self.schedule,
-                    panic = %crate::base::error::panic_message(&*payload),
-                    "a schedule's next_after panicked; the task fires no more"
+                let message = format!(
+                    "the schedule panicked in next_after({}): {}",
+                    utc_text(after),
+                    crate::base::error::panic_message(&*payload)
                 );
                 crate::base::error::drop_quietly(payload);
-                None
+                Err(message)
             }
         }
     }
@@ -272,7 +297,7 @@ mod tests {
         let plan = Plan::new(Box::new(Every(3600)), None, 60 * S, false);
         // wall 1000 s, mono 5 s: the fire at 3600 s is 2600 s away; the
         // deadline is one check (60 s) ahead.
-        assert_eq!(plan.first(at(1000), 5 * S, 0), Some(65 * S));
+        assert_eq!(plan.first(at(1000), 5 * S, 0), Ok(Some(65 * S)));
         // Popped at mono 65 s: the wall clock says 1060 s, not yet.
         assert_eq!(plan.check(at(1060), 65 * S), Check::Wait(125 * S));
         // The wall clock stepped back an hour: still waiting, never early.
@@ -284,7 +309,7 @@ mod tests {
     #[test]
     fn a_fire_runs_once_even_if_the_wall_clock_steps_back() {
         let plan = Plan::new(Box::new(Every(3600)), None, 60 * S, false);
-        plan.first(at(3599), 0, 0);
+        plan.first(at(3599), 0, 0).unwrap();
         // Ran for 3600 s; the wall clock then stepped back to 100 s.
         plan.next(at(100), S, 0);
         assert_eq!(plan.next_fire(), Some(at(7200)), "not 3600 s again");
@@ -293,11 +318,11 @@ mod tests {
     #[test]
     fn skip_or_catch_up() {
         let skip = Plan::new(Box::new(Every(10)), None, 60 * S, false);
-        skip.first(at(0), 0, 0);
+        skip.first(at(0), 0, 0).unwrap();
         skip.next(at(35), 0, 0);
         assert_eq!(skip.next_fire(), Some(at(40)));
         let burst = Plan::new(Box::new(Every(10)), None, 60 * S, true);
-        burst.first(at(0), 0, 0);
+        burst.first(at(0), 0, 0).unwrap();
         burst.next(at(35), 0, 0);
         assert_eq!(burst.next_fire(), Some(at(20)));
     }
@@ -314,20 +339,34 @@ mod tests {
     }
 
     #[test]
-    fn a_broken_schedule_ends_the_fires() {
+    fn a_broken_schedule_is_an_error_at_first_and_ends_later_fires() {
         let plan = Plan::new(Box::new(Broken), None, S, false);
-        assert_eq!(plan.first(at(5), 0, 0), None, "not after its argument");
-        assert_eq!(plan.first(at(500), 0, 0), None, "panicked");
+        let back = plan.first(at(5), 0, 0).unwrap_err();
+        assert!(
+            back.contains("returned 1970-01-01T00:00:05Z, not a time after it"),
+            "{back}"
+        );
+        let panicked = plan.first(at(500), 0, 0).unwrap_err();
+        assert!(
+            panicked.contains("panicked in next_after(1970-01-01T00:08:20Z): boom"),
+            "{panicked}"
+        );
+        // A later fire: the task ends (None), the worker carries on.
+        let plan = Plan::new(Box::new(Broken), None, S, false);
+        plan.pending.lock().fire = at(5);
+        assert_eq!(plan.next(at(5), 0, 0), None, "not after its argument");
+        plan.pending.lock().fire = at(500);
+        assert_eq!(plan.next(at(500), 0, 0), None, "panicked");
     }
 
     #[test]
     fn until_and_resume() {
         let plan = Plan::new(Box::new(Every(10)), Some(at(25)), 60 * S, false);
-        assert!(plan.first(at(0), 0, 0).is_some());
+        assert!(plan.first(at(0), 0, 0).unwrap().is_some());
         assert!(plan.next(at(10), 0, 0).is_some());
         assert_eq!(plan.next(at(20), 0, 0), None, "30 s is past until");
         let plan = Plan::new(Box::new(Every(10)), Some(at(25)), 60 * S, false);
-        plan.first(at(0), 0, 0);
+        plan.first(at(0), 0, 0).unwrap();
         let keep = plan.resume_fire(at(5));
         assert_eq!(plan.resume(keep, 7, 0), 7 + 5 * S, "keeps its pending fire");
         let later = plan.resume_fire(at(12));

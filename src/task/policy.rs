@@ -4,6 +4,26 @@ use std::time::Duration;
 
 /// What a fixed-rate task does about runs it missed because it (or the
 /// pool) was late. tokio calls these `Burst`, `Skip` and `Delay`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::{ManualClock, MissedTicks, ScheduledThreadPool};
+///
+/// let clock = ManualClock::new();
+/// let pool = ScheduledThreadPool::builder().core_threads(1).clock(clock.clone()).build()?;
+/// let mut runs = Vec::new();
+/// for policy in [MissedTicks::Burst, MissedTicks::Skip, MissedTicks::Delay] {
+///     let h = pool.at_fixed_rate(Duration::from_secs(10)).initial_delay(Duration::from_secs(10)).missed_ticks(policy).start(|| ())?;
+///     runs.push(h);
+/// }
+/// clock.advance(Duration::from_secs(35)); // 3 ticks late at once
+/// assert!(pool.wait_idle(Duration::from_secs(5)));
+/// let counts: Vec<u64> = runs.iter().map(|h| h.run_count()).collect();
+/// assert_eq!(counts, [3, 1, 1]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MissedTicks {
     /// Run every missed tick, back to back, until caught up (Java's
@@ -23,6 +43,22 @@ pub enum MissedTicks {
 /// [`ScheduledHandle::last_failure`](crate::ScheduledHandle::last_failure)), the pool's failure handler
 /// ([`Builder::failure_handler`](crate::Builder::failure_handler)), an `ERROR`
 /// event and the pool's failure counter ([`PoolStats::failed`](crate::PoolStats::failed)).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::{OnFailure, ScheduledThreadPool};
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// let sync = pool
+///     .at_fixed_rate(Duration::from_secs(60))
+///     .on_failure(OnFailure::Backoff { initial: Duration::from_secs(1), max: Duration::from_secs(30) })
+///     .start(|| -> Result<(), String> { Ok(()) })?; // retried after 1, 2, 4 ... 30 s while it fails
+/// assert_eq!(OnFailure::default(), OnFailure::Stop, "Java's: a failure ends the task");
+/// # sync.cancel();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnFailure {
     /// Run no more; the handle completes with the failure
@@ -41,13 +77,6 @@ pub enum OnFailure {
         max: Duration,
     },
 }
-
-/// The old name of [`OnFailure`], from when only a panic was a failure.
-#[deprecated(
-    since = "0.1.0",
-    note = "renamed `OnFailure`: an `Err` returned by a body is a failure too"
-)]
-pub type OnPanic = OnFailure;
 
 /// What a plain periodic body returns ([`Periodic::start`](crate::Periodic::start),
 /// [`schedule_at_fixed_rate`](crate::ScheduledThreadPool::schedule_at_fixed_rate),
@@ -107,6 +136,27 @@ impl<E: std::fmt::Display> RunResult for Result<(), E> {
 /// `None` is [`Next::Stop`]), `Next` itself, or any of these in a
 /// `Result<_, E>` with `E: Display`, whose `Err` is a failed run (see
 /// [`RunResult`] and [`OnFailure`]).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::{Next, ScheduledThreadPool};
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// let mut attempts = 0;
+/// // Poll a job's status: quickly at first, then less often, then give up.
+/// let h = pool.with_fixed_delay(Duration::from_millis(1)).start_dynamic(move || {
+///     attempts += 1;
+///     match attempts {
+///         1..=2 => Next::Continue,                        // every 1 ms
+///         3..=4 => Next::After(Duration::from_millis(2)), // then every 2 ms
+///         _ => Next::Stop,
+///     }
+/// })?;
+/// assert_eq!(h.join(), Ok(()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
     /// Follow the schedule.
@@ -119,6 +169,23 @@ pub enum Next {
 
 /// A steering body's return value: see [`Next`] and
 /// [`Periodic::start_dynamic`](crate::Periodic::start_dynamic).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::ScheduledThreadPool;
+///
+/// let pool = ScheduledThreadPool::new(1);
+/// let mut left = 3;
+/// // Option<Duration> is a RunOutcome: Some(d) runs again after d, None stops.
+/// let h = pool.schedule_dynamic(move || {
+///     left -= 1;
+///     (left > 0).then_some(Duration::from_millis(1))
+/// }, Duration::ZERO)?;
+/// assert_eq!(h.join(), Ok(()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a steering body returns `()`, `Option<Duration>`, `Next`, or one of them in a `Result<_, E>` with `E: Display`, not `{Self}`",
     label = "this body returns `{Self}`"

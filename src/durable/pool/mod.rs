@@ -1,0 +1,36 @@
+//! `DurablePool`: worker threads that run durable items through handlers
+//! registered by kind, with retries, dead letters, durable periodic chains
+//! and calendar schedules.
+//!
+//! Layers inside, each using only those before it:
+//!
+//! 1. `fires` (fire instants in reports), `job` ([`JobInfo`],
+//!    [`HandlerError`]);
+//! 2. `misfire` ([`Misfire`] and the missed-fire decision, a pure
+//!    function of what is stored); `calendar_def` (a calendar schedule's
+//!    stored definition); `calendar_fire` (a claimed calendar schedule:
+//!    run it, defer it, or persist a misfire decision);
+//! 3. `shared`: the state every part of the pool shares (`Inner`: the store,
+//!    the taker, the acker, the handlers, the counters);
+//! 4. `runner`: the workers and the acker thread, and how a run's outcome
+//!    settles its item;
+//! 5. `durable_pool`: [`DurablePool`], the public face; `metrics` (feature
+//!    `metrics`): the sampler;
+//! 6. `calendar` (schedule_calendar and replace_calendar), `tx` (the
+//!    verbs in the caller's transaction, feature `postgres`) and
+//!    `builder` ([`DurablePoolBuilder`]): impl blocks of `DurablePool`'s.
+
+pub(crate) mod builder;
+pub(crate) mod calendar;
+pub(crate) mod calendar_def;
+mod calendar_fire;
+pub(crate) mod durable_pool;
+mod fires;
+pub(crate) mod job;
+#[cfg(feature = "metrics")]
+mod metrics;
+pub(crate) mod misfire;
+mod runner;
+mod shared;
+#[cfg(feature = "postgres")]
+mod tx;

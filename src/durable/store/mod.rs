@@ -1,0 +1,34 @@
+//! The store side of the durable layer: what a store is, what crosses into
+//! it, and the stores that ship.
+//!
+//! Layers inside, each using only those before it:
+//!
+//! 1. `error` ([`DurableError`], a leaf), `dead_record` (a dead letter's
+//!    error in front of its bytes, a leaf);
+//! 2. `backend`: the [`DurableBackend`] trait and the types crossing it;
+//!    `options`: [`ServerOptions`], the timeouts, TLS and strictness every
+//!    networked store shares (written once, embedded by each store's
+//!    options); `envelope` and `json`: the versioned bytes an item is
+//!    stored as, and [`Payload`];
+//! 3. `contained`: [`Store`], the handle the rest of the crate calls a
+//!    backend through (a panic in the backend becomes an error);
+//! 4. the stores: `memory/` (always), `redis/` (feature `redis`),
+//!    `postgres/` (feature `postgres`). Each is a folder of its own that
+//!    imports only from 1–2, and adds no method to any type outside it.
+//!
+//! Nothing here knows of takers, leases, queues or pools.
+
+pub(crate) mod backend;
+pub(crate) mod contained;
+pub(crate) mod dead_record;
+pub(crate) mod envelope;
+pub(crate) mod error;
+#[cfg(feature = "serde")]
+pub(crate) mod json;
+pub(crate) mod memory;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) mod options;
+#[cfg(feature = "postgres")]
+pub(crate) mod postgres;
+#[cfg(feature = "redis")]
+pub(crate) mod redis;
