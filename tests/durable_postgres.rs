@@ -983,9 +983,8 @@ fn ids_over_1024_bytes_are_refused_before_they_reach_the_server() {
         );
 
         // A queue name over the limit is refused at connect.
-        let err = PostgresBackend::connect(&pg.params(), &random_id(1025, 19))
-            .err()
-            .expect("refused");
+        let err =
+            PostgresBackend::connect(&pg.params(), &random_id(1025, 19)).expect_err("refused");
         assert!(
             matches!(&err, DurableError::Config(m) if m.contains("1 to 1024 bytes")),
             "{err:?}"
