@@ -404,9 +404,31 @@ mod snippet_22 {
     }
 }
 
-// Snippet 23: docs/guide.md, line 770.
+// Snippet 23: docs/guide.md, line 772.
+#[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_23 {
+    use schedpool::*;
+    use std::time::*;
+    pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
+        let pool = schedpool::durable::DurablePool::builder(schedpool::durable::MemoryBackend::new())
+            .threads(1)
+            .handler_async("close-order", |order: u64, job| async move {
+                // an async call (an HTTP request, a sqlx query), then:
+                let _ = (order, job.token);
+                Ok(())
+            })
+            .build()?;
+        let client = pool.async_client(); // cheap to clone into every request handler
+        client.schedule("close-order", "order-42", &42u64, Duration::from_secs(30 * 60)).await?;
+        client.cancel("order-42").await?; // paid
+        Ok(())
+    }
+}
+
+// Snippet 24: docs/guide.md, line 795.
+#[rustfmt::skip]
+mod snippet_24 {
     use schedpool::*;
     use std::time::*;
     pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
@@ -416,42 +438,28 @@ mod snippet_23 {
     }
 }
 
-// Snippet 24: docs/guide.md, line 783.
-#[rustfmt::skip]
-mod snippet_24 {
-    use schedpool::*;
-    use std::time::*;
-    pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
-        let pool = ScheduledThreadPool::new(2);
-        let (_reply_tx, reply_rx) = tokio::sync::oneshot::channel::<&'static str>();
-        let mut timeout = pool.schedule(|| "timed out", Duration::from_secs(30))?;
-        let outcome = tokio::select! {
-            reply = reply_rx => reply?,          // the reply came first...
-            fired = &mut timeout => fired?,      // ...or the timeout did
-        };
-        timeout.cancel(); // false if it had already fired; true if this disarmed it
-        Ok(())
-    }
-}
-
-// Snippet 25: docs/guide.md, line 803.
+// Snippet 25: docs/guide.md, line 816.
 #[rustfmt::skip]
 mod snippet_25 {
     use schedpool::*;
     use std::time::*;
+    fn send_504() {}
+    fn send(_reply: &str) {}
     pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
         let pool = ScheduledThreadPool::new(2);
         let (_reply_tx, reply_rx) = tokio::sync::oneshot::channel::<&'static str>();
-        let timeout = pool.schedule(|| "timed out", Duration::from_secs(30))?.cancel_on_drop();
-        let outcome = tokio::select! {
-            reply = reply_rx => reply?,   // the reply came first: the guard is dropped, the task cancelled
-            fired = timeout => fired?,    // ...or the timeout did
-        };
+        let mut timeout = pool.schedule(send_504, Duration::from_secs(30))?.cancel_on_drop();
+        tokio::select! {
+            reply = reply_rx => if timeout.defuse() {
+                send(reply?);         // the timeout's body never runs
+            },                        // else its body sent the 504: drop the reply
+            _ = &mut timeout => {}    // the body ran: the 504 went out
+        }
         Ok(())
     }
 }
 
-// Snippet 26: docs/guide.md, line 829.
+// Snippet 26: docs/guide.md, line 857.
 #[rustfmt::skip]
 mod snippet_26 {
     use schedpool::*;
@@ -471,7 +479,7 @@ mod snippet_26 {
     }
 }
 
-// Snippet 27: docs/guide.md, line 844.
+// Snippet 27: docs/guide.md, line 872.
 #[rustfmt::skip]
 mod snippet_27 {
     use schedpool::*;
@@ -484,7 +492,7 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 901.
+// Snippet 28: docs/guide.md, line 930.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_28 {
@@ -507,7 +515,7 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 967.
+// Snippet 29: docs/guide.md, line 996.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_29 {
@@ -527,7 +535,7 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 982.
+// Snippet 30: docs/guide.md, line 1011.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_30 {
@@ -552,7 +560,7 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1017.
+// Snippet 31: docs/guide.md, line 1046.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_31 {
@@ -585,7 +593,7 @@ mod snippet_31 {
     }
 }
 
-// Snippet 32: docs/guide.md, line 1094.
+// Snippet 32: docs/guide.md, line 1123.
 #[rustfmt::skip]
 mod snippet_32 {
     use schedpool::*;

@@ -102,7 +102,10 @@ impl<T> DeadLetter<T> {
 
     /// Reads one stored item: its kind and payload from the envelope, the
     /// value by `read`.
-    fn read(buried: Buried, read: impl FnOnce(&str, &[u8]) -> Result<T, DurableError>) -> Self {
+    pub(crate) fn read(
+        buried: Buried,
+        read: impl FnOnce(&str, &[u8]) -> Result<T, DurableError>,
+    ) -> Self {
         let (kind, value) = match envelope::open(&buried.envelope) {
             Ok(env) => {
                 // A calendar schedule's dead letter shows its handler's kind and value.

@@ -64,6 +64,9 @@ mod queue;
 pub(crate) mod store;
 pub(crate) mod take;
 
+#[cfg(all(feature = "postgres", feature = "tokio"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "postgres", feature = "tokio"))))]
+pub use self::store::postgres::AsyncPgTx;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use self::store::postgres::{PostgresBackend, PostgresOptions};
@@ -71,8 +74,18 @@ pub use self::store::postgres::{PostgresBackend, PostgresOptions};
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use self::store::redis::{RedisBackend, RedisOptions};
 pub use dead_letters::DeadLetter;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use pool::async_client::AsyncClient;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use pool::async_job::{AsyncJob, LeaseLost};
 pub use pool::builder::DurablePoolBuilder;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use pool::builder_async::DEFAULT_ASYNC_CONCURRENCY;
 pub use pool::durable_pool::{DurablePool, DurableStats};
+pub use pool::item::StoredItem;
 pub use pool::job::{HandlerError, JobInfo};
 pub use pool::misfire::Misfire;
 pub use queue::{DurableQueue, Removed};

@@ -176,8 +176,54 @@ impl<T: 'static> ScheduledHandle<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cancel(&self) -> bool {
+        self.cancel_by(crate::task::header::Header::try_cancel)
+    }
+
+    /// Cancels the task only if no run of its body has started: `true`
+    /// means its body never runs (a periodic task: no run is in progress,
+    /// and none starts after), with everything [`cancel`](Self::cancel)'s
+    /// `true` promises; `false` means the body has run or is running (or
+    /// the task was cancelled already), and nothing changed.
+    ///
+    /// [`cancel`](Self::cancel), as Java's `cancel(false)`, also succeeds
+    /// on a task whose body is running (the run finishes; its result is
+    /// dropped), so its `true` cannot tell a caller that the body did not
+    /// run. This one can: when a reply races its timeout, answer only if it
+    /// returns `true`, and the request is answered exactly once (the guide,
+    /// "With tokio"; [`CancelOnDrop::defuse`](crate::CancelOnDrop::defuse)
+    /// is the same for a guard).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let timeout = pool.schedule(|| println!("504"), Duration::from_secs(30))?;
+    /// assert!(timeout.cancel_if_not_started(), "not due: never runs");
+    ///
+    /// let (started_tx, started) = std::sync::mpsc::channel();
+    /// let (release, release_rx) = std::sync::mpsc::channel::<()>();
+    /// let running = pool.submit(move || {
+    ///     started_tx.send(()).unwrap();
+    ///     release_rx.recv().unwrap();
+    /// })?;
+    /// started.recv()?;
+    /// assert!(!running.cancel_if_not_started(), "its body is running");
+    /// release.send(())?;
+    /// assert!(running.join().is_ok(), "and it completes");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cancel_if_not_started(&self) -> bool {
+        self.cancel_by(crate::task::header::Header::try_cancel_idle)
+    }
+
+    /// Cancels through the header's transition `cancel`, then drops the
+    /// task's queue entry and completes its handle.
+    fn cancel_by(&self, cancel: fn(&crate::task::header::Header) -> bool) -> bool {
         let header = self.task.header();
-        if !header.try_cancel() {
+        if !cancel(header) {
             return false;
         }
         let removed = self.pool.remove_cancelled(header, self.task.as_ptr());

@@ -254,6 +254,14 @@ impl Header {
             .is_some()
     }
 
+    /// `SCHEDULED` or `PAUSED` -> `CANCELLED`, never from `RUNNING`: true if
+    /// this call did it, so no run is in progress and none starts after
+    /// (the exactly-once cancel of a timeout that races its reply).
+    pub(crate) fn try_cancel_idle(&self) -> bool {
+        self.update(|s| matches!(s & BASE, SCHEDULED | PAUSED).then_some(CANCELLED))
+            .is_some()
+    }
+
     /// `RUNNING` -> `DONE` at the end of a final run; false if cancelled meanwhile.
     pub(crate) fn finish(&self) -> bool {
         self.update(|s| (s & BASE == RUNNING).then_some(DONE))

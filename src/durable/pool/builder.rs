@@ -64,6 +64,10 @@ impl DurablePool {
             #[cfg(feature = "metrics")]
             metrics_interval: super::metrics::DEFAULT_INTERVAL,
             calendars: Vec::new(),
+            #[cfg(feature = "tokio")]
+            runtime: None,
+            #[cfg(feature = "tokio")]
+            async_limits: HashMap::new(),
         }
     }
 }
@@ -139,10 +143,16 @@ pub struct DurablePoolBuilder {
     name: String,
     opts: QueueOptions,
     backoff: (Duration, Duration),
-    handlers: HashMap<String, Handler>,
+    pub(super) handlers: HashMap<String, Handler>,
     #[cfg(feature = "metrics")]
     metrics_interval: Duration,
     calendars: Vec<Calendar>,
+    /// The runtime of async handlers (`builder_async.rs`).
+    #[cfg(feature = "tokio")]
+    pub(super) runtime: Option<tokio::runtime::Handle>,
+    /// Concurrency limits of async kinds, set before or after their handler.
+    #[cfg(feature = "tokio")]
+    pub(super) async_limits: HashMap<String, usize>,
 }
 
 /// A calendar schedule to register at `build`.
@@ -327,10 +337,10 @@ impl DurablePoolBuilder {
         T: Payload + 'static,
         F: Fn(&T, &JobInfo) -> Result<(), HandlerError> + Send + Sync + 'static,
     {
-        let run: Handler = Box::new(move |bytes, info| {
+        let run = Handler::Sync(Box::new(move |bytes, info| {
             let value = envelope::decode::<T>(&info.id, bytes)?;
             handler(&value, info)
-        });
+        }));
         self.handlers.insert(kind.to_string(), run);
         self
     }
@@ -443,7 +453,8 @@ impl DurablePoolBuilder {
     /// assert!(err.is_config());
     /// # Ok::<(), schedpool::durable::DurableError>(())
     /// ```
-    pub fn build(self) -> Result<DurablePool, DurableError> {
+    #[cfg_attr(not(feature = "tokio"), allow(unused_mut))]
+    pub fn build(mut self) -> Result<DurablePool, DurableError> {
         if self.name.contains('\0') {
             return Err(DurableError::Config(
                 format!("the thread name {:?} contains a NUL byte", self.name).into(),
@@ -470,6 +481,11 @@ impl DurablePoolBuilder {
             ));
         }
         self.opts.check()?;
+        #[cfg(feature = "tokio")]
+        let (aio, settle_rx) = match self.async_side()? {
+            Some((aio, rx)) => (Some(aio), Some(rx)),
+            None => (None, None),
+        };
         let store = Store::new(self.backend);
         let taker = Taker::new(store.clone(), self.opts);
         let acker = Acker::new(taker.leases.clone());
@@ -487,6 +503,8 @@ impl DurablePoolBuilder {
             #[cfg(feature = "metrics")]
             sampler: Condvar::new(),
             run_ns: AtomicU64::new(0),
+            #[cfg(feature = "tokio")]
+            aio,
         });
         let pool = DurablePool { inner };
         for c in self.calendars {
@@ -512,6 +530,30 @@ impl DurablePoolBuilder {
                 ));
             }
         }
+        #[cfg(feature = "tokio")]
+        if let (Some(rx), true) = (settle_rx, self.threads > 0) {
+            {
+                let mut s = pool.inner.state.lock();
+                s.running += 1;
+                s.settler = true;
+            }
+            let inner = pool.inner.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("{}-settle", self.name))
+                .spawn(move || inner.settle_async(rx));
+            if let Err(err) = spawned {
+                {
+                    let mut s = pool.inner.state.lock();
+                    s.running -= 1;
+                    s.settler = false;
+                }
+                pool.inner.acker.close();
+                pool.shutdown();
+                return Err(DurableError::Config(
+                    format!("could not spawn the async settler: {err}").into(),
+                ));
+            }
+        }
         for i in 0..self.threads {
             let inner = pool.inner.clone();
             {
@@ -526,7 +568,7 @@ impl DurablePoolBuilder {
                 let mut s = pool.inner.state.lock();
                 s.running -= 1;
                 s.workers -= 1;
-                if s.workers == 0 {
+                if s.workers == 0 && !s.settler {
                     pool.inner.acker.close();
                 }
                 drop(s);

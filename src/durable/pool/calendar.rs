@@ -215,7 +215,7 @@ impl DurablePool {
         misfire: Misfire,
         replace: bool,
     ) -> Result<Put, DurableError> {
-        self.check_kind_and_id(kind, id)?;
+        self.inner.check_kind_and_id(kind, id)?;
         misfire.check()?;
         let envelope = calendar_def::seal(kind, &misfire, &*rule, &payload)?;
         let entry = Arc::new(Entry {

@@ -317,38 +317,7 @@ impl DurablePool {
         value: &T,
         repeat: Option<Repeat>,
     ) -> Result<Vec<u8>, DurableError> {
-        self.check_kind_and_id(kind, id)?;
-        if let Some(Repeat::FixedRate(p) | Repeat::FixedDelay(p)) = repeat {
-            if p < Duration::from_millis(1) {
-                return Err(DurableError::Config(
-                    "a period must be at least 1 ms".into(),
-                ));
-            }
-        }
-        envelope::seal(kind, repeat, value)
-    }
-
-    /// The checks every schedule makes of its kind and id.
-    pub(super) fn check_kind_and_id(&self, kind: &str, id: &str) -> Result<(), DurableError> {
-        if self.is_shutdown() {
-            return Err(DurableError::Closed);
-        }
-        if kind == calendar_def::KIND {
-            return Err(DurableError::Config(
-                format!("the kind {kind:?} is reserved for calendar schedules").into(),
-            ));
-        }
-        if kind.len() > 255 {
-            return Err(DurableError::Config(
-                format!("kind longer than 255 bytes: {kind:?}").into(),
-            ));
-        }
-        if !self.inner.producer_only && !self.inner.handlers.contains_key(kind) {
-            return Err(DurableError::Config(
-                format!("no handler for kind {kind:?}").into(),
-            ));
-        }
-        check_id(id)
+        self.inner.seal(kind, id, value, repeat)
     }
 
     /// Cancels `id` (one-shot or chain) wherever it is: `true` when it
@@ -508,8 +477,15 @@ impl DurablePool {
             Ok(counts) if counts.in_flight == 0 => {}
             _ => return false,
         }
-        if self.inner.state.lock().busy > 0 {
-            return false;
+        {
+            let s = self.inner.state.lock();
+            if s.busy > 0 {
+                return false;
+            }
+            #[cfg(feature = "tokio")]
+            if s.async_busy > 0 {
+                return false;
+            }
         }
         self.inner.acker.outstanding() == 0
     }
@@ -684,5 +660,53 @@ impl fmt::Debug for DurablePool {
             .field("busy", &s.busy)
             .field("shutdown", &s.shutdown)
             .finish()
+    }
+}
+
+// The checks and sealing every schedule makes, on `Inner` so that the
+// async client (`async_client.rs`), which holds no `DurablePool`, makes
+// them too.
+impl Inner {
+    /// The stored bytes of a run of `kind` on `value` under `id`, after the
+    /// checks every schedule makes.
+    pub(super) fn seal<T: Payload>(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &T,
+        repeat: Option<Repeat>,
+    ) -> Result<Vec<u8>, DurableError> {
+        self.check_kind_and_id(kind, id)?;
+        if let Some(Repeat::FixedRate(p) | Repeat::FixedDelay(p)) = repeat {
+            if p < Duration::from_millis(1) {
+                return Err(DurableError::Config(
+                    "a period must be at least 1 ms".into(),
+                ));
+            }
+        }
+        envelope::seal(kind, repeat, value)
+    }
+
+    /// The checks every schedule makes of its kind and id.
+    pub(super) fn check_kind_and_id(&self, kind: &str, id: &str) -> Result<(), DurableError> {
+        if self.state.lock().shutdown {
+            return Err(DurableError::Closed);
+        }
+        if kind == calendar_def::KIND {
+            return Err(DurableError::Config(
+                format!("the kind {kind:?} is reserved for calendar schedules").into(),
+            ));
+        }
+        if kind.len() > 255 {
+            return Err(DurableError::Config(
+                format!("kind longer than 255 bytes: {kind:?}").into(),
+            ));
+        }
+        if !self.producer_only && !self.handlers.contains_key(kind) {
+            return Err(DurableError::Config(
+                format!("no handler for kind {kind:?}").into(),
+            ));
+        }
+        check_id(id)
     }
 }

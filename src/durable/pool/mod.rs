@@ -19,13 +19,29 @@
 //! 6. `calendar` (schedule_calendar and replace_calendar), `tx` (the
 //!    verbs in the caller's transaction, feature `postgres`) and
 //!    `builder` ([`DurablePoolBuilder`]): impl blocks of `DurablePool`'s.
+//!
+//! With feature `tokio`: `async_job` ([`AsyncJob`](crate::durable::AsyncJob),
+//! beside `job`), `async_runner` (async handlers' futures on a runtime and
+//! their settler thread, beside `runner`), and `builder_async`
+//! (`handler_async`, beside `builder`).
 
+#[cfg(feature = "tokio")]
+pub(crate) mod async_client;
+#[cfg(feature = "tokio")]
+pub(crate) mod async_job;
+#[cfg(feature = "tokio")]
+mod async_runner;
+#[cfg(all(feature = "tokio", feature = "postgres"))]
+mod async_tx;
 pub(crate) mod builder;
+#[cfg(feature = "tokio")]
+pub(crate) mod builder_async;
 pub(crate) mod calendar;
 pub(crate) mod calendar_def;
 mod calendar_fire;
 pub(crate) mod durable_pool;
 mod fires;
+pub(crate) mod item;
 pub(crate) mod job;
 #[cfg(feature = "metrics")]
 mod metrics;

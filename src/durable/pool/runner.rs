@@ -43,7 +43,7 @@ use crate::durable::take::taker::Taken;
 use super::calendar_def::{self, Entry};
 use super::calendar_fire::{self, Decided, Fire, Plan};
 use super::job::JobInfo;
-use super::shared::Inner;
+use super::shared::{Handler, Inner};
 
 /// How long the items a claim takes ahead should last the workers: short
 /// against the 50 ms a new item may wait, long against a claim's round trip.
@@ -59,7 +59,7 @@ const UNWOUND_TAKE_PAUSE: Duration = Duration::from_millis(50);
 const MAX_PREFETCH: usize = 100;
 
 /// How an item settles after its handler returned `Ok`.
-enum After {
+pub(super) enum After {
     /// A one-shot: ack.
     Ack,
     /// A durable chain: ack and put back at the next occurrence.
@@ -101,10 +101,17 @@ impl Inner {
         let mut s = self.state.lock();
         s.workers -= 1;
         s.running -= 1;
-        if s.workers == 0 {
+        if s.workers == 0 && !s.settler {
             self.acker.close();
         }
         self.cv.notify_all();
+        #[cfg(feature = "tokio")]
+        if s.workers == 0 {
+            if let Some(aio) = &self.aio {
+                // The settler may be waiting for the last worker.
+                aio.check();
+            }
+        }
     }
 
     /// The acker thread's body: sends the workers' acks until the last
@@ -131,7 +138,7 @@ impl Inner {
         self.cv.notify_all();
     }
 
-    fn run(&self, mut taken: Taken) {
+    fn run(self: &Arc<Self>, mut taken: Taken) {
         let bytes = std::mem::take(&mut taken.claimed.envelope);
         let env = match envelope::open(&bytes) {
             Ok(env) => env,
@@ -182,6 +189,19 @@ impl Inner {
                 "no handler for this kind in this process; deferred for another",
             );
         };
+        let handler = match handler {
+            Handler::Sync(handler) => handler,
+            #[cfg(feature = "tokio")]
+            Handler::Async(handler) => {
+                let run = super::async_runner::AsyncRun {
+                    delivery,
+                    info,
+                    after,
+                    span: span.clone(),
+                };
+                return self.dispatch(handler, payload, run);
+            }
+        };
         let started = Instant::now();
         let outcome = match catch_unwind(AssertUnwindSafe(|| handler(payload, &info))) {
             Ok(result) => result.map_err(|e| e.to_string()),
@@ -191,6 +211,19 @@ impl Inner {
             )),
         };
         self.observe_run(started.elapsed());
+        self.settle_run(delivery, &info, after, outcome);
+    }
+
+    /// Settles a run by its outcome: a one-shot's ack goes to the acker; a
+    /// chain or a calendar schedule is rescheduled; a failure is retried
+    /// with backoff or, on its last allowed attempt, dead-lettered.
+    pub(super) fn settle_run(
+        &self,
+        delivery: Delivery<()>,
+        info: &JobInfo,
+        after: After,
+        outcome: Result<(), String>,
+    ) {
         match outcome {
             Ok(()) => {
                 let settled = match after {

@@ -7,8 +7,9 @@
 //! - `store` is the one contained handle of the pool's backend: the
 //!   producer verbs (schedule, cancel, counts) call it directly; the
 //!   taker, the leases and the acker hold clones of it.
-//! - `busy`, `workers` and `running` change under `state`'s lock and
-//!   notify `cv` (see `runner.rs`).
+//! - `busy`, `workers`, `running`, `async_busy` (with `async_by_kind`)
+//!   and `settler` change under `state`'s lock and notify `cv` (see
+//!   `runner.rs` and `async_runner.rs`).
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -23,7 +24,16 @@ use crate::durable::take::taker::Taker;
 use super::calendar_def::Entry;
 use super::job::{HandlerError, JobInfo};
 
-pub(super) type Handler = Box<dyn Fn(&[u8], &JobInfo) -> Result<(), HandlerError> + Send + Sync>;
+pub(super) type SyncHandler =
+    Box<dyn Fn(&[u8], &JobInfo) -> Result<(), HandlerError> + Send + Sync>;
+
+/// A kind's handler: run on a worker thread, or (feature `tokio`) a future
+/// run on a tokio runtime (`async_runner.rs`).
+pub(super) enum Handler {
+    Sync(SyncHandler),
+    #[cfg(feature = "tokio")]
+    Async(super::async_runner::AsyncHandler),
+}
 
 pub(super) struct Inner {
     /// The pool's backend, contained.
@@ -44,6 +54,10 @@ pub(super) struct Inner {
     pub(super) sampler: Condvar,
     /// A moving average of the handlers' run time, in ns (0: none yet).
     pub(super) run_ns: AtomicU64,
+    /// Where async handlers run, and where their outcomes are settled
+    /// (feature `tokio`; `None` without async handlers).
+    #[cfg(feature = "tokio")]
+    pub(super) aio: Option<super::async_runner::Aio>,
 }
 
 #[derive(Default)]
@@ -54,6 +68,15 @@ pub(super) struct State {
     pub(super) shutdown: bool,
     /// The calendar schedules this process registered, by id.
     pub(super) calendars: HashMap<String, Arc<Entry>>,
+    /// Async runs by kind, from dispatch until their settle is handed on
+    /// (or their task was dropped); their sum is `async_busy`.
+    #[cfg(feature = "tokio")]
+    pub(super) async_by_kind: HashMap<String, usize>,
+    #[cfg(feature = "tokio")]
+    pub(super) async_busy: usize,
+    /// The settler thread of async runs is alive (it counts in `running`,
+    /// not in `workers`; the acker closes once both are gone).
+    pub(super) settler: bool,
 }
 
 #[derive(Default)]

@@ -16,8 +16,14 @@
 //!    `postgres/` (feature `postgres`). Each is a folder of its own that
 //!    imports only from 1–2, and adds no method to any type outside it.
 //!
+//! 5. `aio` (feature `tokio`): the store as async code calls it, over the
+//!    stores' async clients (`redis/aio.rs`, `postgres/aio.rs`), directly
+//!    (memory), or through the runtime's blocking pool (any other).
+//!
 //! Nothing here knows of takers, leases, queues or pools.
 
+#[cfg(feature = "tokio")]
+pub(crate) mod aio;
 pub(crate) mod backend;
 pub(crate) mod contained;
 pub(crate) mod dead_record;

@@ -2,13 +2,18 @@
 //! lease length its heartbeats renew to, and whether the store has said
 //! the lease is lost.
 //!
-//! Invariant: `lost` only goes from false to true (a lease the store
-//! refused once is never held again: a later claim has a new token).
+//! Invariants: `lost` only goes from false to true (a lease the store
+//! refused once is never held again: a later claim has a new token);
+//! `mark_lost` sets it before it takes the wakers, and `poll_lost`
+//! registers its waker before it reads it again, so a waiting future is
+//! never left asleep on a lost lease.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::Waker;
 use std::time::Duration;
 
+use crate::base::sync::Mutex;
 use crate::durable::store::backend::ceil_ms;
 
 /// One held lease.
@@ -20,6 +25,8 @@ pub(crate) struct LeaseCell {
     /// The lease length heartbeats renew to, in ms (a holder's `extend`
     /// can change it).
     lease_ms: AtomicU64,
+    /// Futures waiting for the loss (an async handler's `lease_lost()`).
+    wakers: Mutex<Vec<Waker>>,
 }
 
 impl LeaseCell {
@@ -29,6 +36,7 @@ impl LeaseCell {
             token,
             lost: AtomicBool::new(false),
             lease_ms: AtomicU64::new(ceil_ms(lease)),
+            wakers: Mutex::new(Vec::new()),
         }
     }
 
@@ -38,6 +46,31 @@ impl LeaseCell {
 
     pub(crate) fn mark_lost(&self) {
         self.lost.store(true, Ordering::Release);
+        let wakers = std::mem::take(&mut *self.wakers.lock());
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+
+    /// Ready once the lease is lost; otherwise registers `cx`'s waker
+    /// (once per task: a `select!` loop polls it again and again).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn poll_lost(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        use std::task::Poll;
+        if self.lost() {
+            return Poll::Ready(());
+        }
+        {
+            let mut wakers = self.wakers.lock();
+            if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                wakers.push(cx.waker().clone());
+            }
+        }
+        if self.lost() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
     }
 
     pub(super) fn set_lease(&self, lease: Duration) {

@@ -492,4 +492,8 @@ impl DurableBackend for MemoryBackend {
     fn purge(&self, id: &str) -> Result<bool, DurableError> {
         self.purge_item(id)
     }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
 }

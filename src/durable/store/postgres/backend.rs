@@ -25,13 +25,14 @@ use super::checks;
 use super::client::{PgClient, PostgresOptions};
 use super::error::map_err;
 use super::reply::{
-    bad_reply, cancel_reply, ms, one_bool_each, pair_arrays, put_reply, sql_ms, when_args,
+    bad_reply, cancel_reply, counts_reply, get_reply, ms, one_bool_each, pair_arrays, put_reply,
+    sql_ms, when_args,
 };
 use super::schema;
 use crate::base::sync::Mutex;
 use crate::durable::store::backend::{
     ceil_ms, check_id, Buried, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend,
-    DurableError, Nack, Put, PutMode, Repeat, Stored, StoredState, When, MAX_ID_BYTES,
+    DurableError, Nack, Put, PutMode, Repeat, Stored, When, MAX_ID_BYTES,
 };
 use crate::durable::store::error::ErrorDetail;
 
@@ -513,19 +514,7 @@ impl DurableBackend for PostgresBackend {
     fn counts(&self) -> Result<Counts, DurableError> {
         let q = &self.pg.queue;
         let (rows, _) = self.pg.run(true, |c| c.client.query(&c.st.counts, &[q]))?;
-        let mut counts = Counts::default();
-        for row in rows {
-            let state: i16 = row.try_get(0).map_err(bad_reply)?;
-            let n: i64 = row.try_get(1).map_err(bad_reply)?;
-            let n = usize::try_from(n).unwrap_or(0);
-            match state {
-                0 => counts.pending = n,
-                1 => counts.in_flight = n,
-                2 => counts.dead = n,
-                _ => {}
-            }
-        }
-        Ok(counts)
+        counts_reply(&rows)
     }
 
     fn peek_deadline_ms(&self) -> Result<Option<u64>, DurableError> {
@@ -542,19 +531,7 @@ impl DurableBackend for PostgresBackend {
         let (rows, _) = self
             .pg
             .run(true, |c| c.client.query(&c.st.get, &[q, &id]))?;
-        let Some(row) = rows.first() else {
-            return Ok(None);
-        };
-        let state: i16 = row.try_get(0).map_err(bad_reply)?;
-        Ok(Some(Stored {
-            envelope: row.try_get(2).map_err(bad_reply)?,
-            deadline_ms: ms(row.try_get(1).map_err(bad_reply)?),
-            state: match state {
-                0 => StoredState::Pending,
-                1 => StoredState::InFlight,
-                _ => StoredState::Dead,
-            },
-        }))
+        get_reply(rows.first())
     }
 
     fn server_time_ms(&self) -> Result<u64, DurableError> {

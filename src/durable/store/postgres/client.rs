@@ -115,6 +115,27 @@ impl PostgresOptions {
     }
 }
 
+/// The counts by state of `$1`'s items.
+pub(super) fn counts_sql(s: &str) -> String {
+    format!("SELECT state, count(*) FROM {s}.items WHERE queue = $1 AND state < 3 GROUP BY state")
+}
+
+/// Item `$2` of queue `$1`, wherever it is.
+pub(super) fn get_sql(s: &str) -> String {
+    format!(
+        "SELECT state, deadline, envelope FROM {s}.items \
+         WHERE queue = $1 AND id = $2 AND state < 3"
+    )
+}
+
+/// Up to `$2` dead letters of queue `$1`, oldest death first.
+pub(super) fn dead_sql(s: &str) -> String {
+    format!(
+        "SELECT id, envelope, attempts, score FROM {s}.items WHERE queue = $1 \
+         AND state = 2 ORDER BY score, id LIMIT $2"
+    )
+}
+
 /// The statements every command connection prepares once.
 pub(super) struct Stmts {
     pub(super) put: Statement,
@@ -144,7 +165,7 @@ pub(super) struct PgClient {
     pub(super) s: String,
     pub(super) queue: String,
     pub(super) opts: PostgresOptions,
-    tls: Connector,
+    pub(super) tls: Connector,
     idle: Mutex<Vec<Conn>>,
 }
 
@@ -207,21 +228,13 @@ impl PgClient {
             nack: prep(format!("SELECT {s}.nack($1, $2, $3, $4, $5)"))?,
             reschedule: prep(format!("SELECT {s}.reschedule($1, $2, $3, $4, $5)"))?,
             cancel: prep(schema::cancel_sql(s))?,
-            counts: prep(format!(
-                "SELECT state, count(*) FROM {s}.items WHERE queue = $1 AND state < 3 GROUP BY state"
-            ))?,
+            counts: prep(counts_sql(s))?,
             peek: prep(format!(
                 "SELECT min(score) FROM {s}.items WHERE queue = $1 AND state = 0"
             ))?,
-            get: prep(format!(
-                "SELECT state, deadline, envelope FROM {s}.items \
-                 WHERE queue = $1 AND id = $2 AND state < 3"
-            ))?,
+            get: prep(get_sql(s))?,
             now: prep(format!("SELECT {s}.now_ms()"))?,
-            dead: prep(format!(
-                "SELECT id, envelope, attempts, score FROM {s}.items WHERE queue = $1 \
-                 AND state = 2 ORDER BY score, id LIMIT $2"
-            ))?,
+            dead: prep(dead_sql(s))?,
         };
         Ok(Conn { client, st })
     }

@@ -16,7 +16,7 @@
 
 use super::backend::PostgresBackend;
 use super::client::PgClient;
-use super::reply::{bad_reply, ms};
+use super::reply::{acted_reply, bad_reply, buried_rows};
 use crate::durable::store::backend::{Buried, DurableError, RECEIPT_MS};
 use crate::durable::store::dead_record;
 
@@ -37,7 +37,7 @@ fn bury_sql(s: &str) -> String {
     )
 }
 
-fn requeue_sql(s: &str) -> String {
+pub(super) fn requeue_sql(s: &str) -> String {
     let tag: String = dead_record::TAG
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -67,7 +67,7 @@ fn requeue_sql(s: &str) -> String {
     )
 }
 
-fn purge_sql(s: &str) -> String {
+pub(super) fn purge_sql(s: &str) -> String {
     format!(
         "WITH d AS (DELETE FROM {s}.items
                     WHERE queue = $1::text AND id = $2::text AND state = 2 RETURNING 1)
@@ -112,20 +112,7 @@ impl PostgresBackend {
         let (rows, _) = self
             .pg
             .run(true, |c| c.client.query(&c.st.dead, &[q, &max]))?;
-        rows.iter()
-            .map(|r| {
-                let stored: Vec<u8> = r.try_get(1)?;
-                let (error, envelope) = dead_record::split(&stored);
-                Ok(Buried {
-                    id: r.try_get(0)?,
-                    envelope: envelope.to_vec(),
-                    error,
-                    attempts: u32::try_from(r.try_get::<_, i32>(2)?).unwrap_or(0),
-                    died_ms: ms(r.try_get(3)?),
-                })
-            })
-            .collect::<Result<_, postgres::Error>>()
-            .map_err(bad_reply)
+        buried_rows(&rows)
     }
 }
 
@@ -133,9 +120,5 @@ impl PostgresBackend {
 fn acted(pg: &PgClient, verb: &str, sql: &str, id: &str) -> Result<bool, DurableError> {
     let q = &pg.queue;
     let (row, retried) = pg.run(true, |c| c.client.query_one(sql, &[q, &id]))?;
-    let n: i64 = row.try_get(0).map_err(bad_reply)?;
-    if n == 0 && retried {
-        return Err(DurableError::lost_reply(verb, id));
-    }
-    Ok(n > 0)
+    acted_reply(&row, retried, verb, id)
 }

@@ -17,6 +17,10 @@
 //! Nothing here is reachable from the rest of `durable/` except those two
 //! public types (and the `*_in` methods).
 
+#[cfg(feature = "tokio")]
+pub(crate) mod aio;
+#[cfg(feature = "tokio")]
+pub(crate) mod async_tx;
 mod backend;
 mod checks;
 mod client;
@@ -27,5 +31,7 @@ mod schema;
 mod tls;
 mod tx;
 
+#[cfg(feature = "tokio")]
+pub use async_tx::AsyncPgTx;
 pub use backend::PostgresBackend;
 pub use client::PostgresOptions;

@@ -5,7 +5,10 @@
 //! Invariant: nothing here panics on what the server sends; a reply of an
 //! unexpected shape is `DurableError::Format`.
 
-use crate::durable::store::backend::{ceil_ms, Cancelled, DurableError, Put, When, MAX_MS};
+use crate::durable::store::backend::{
+    ceil_ms, Buried, Cancelled, Counts, DurableError, Put, Stored, StoredState, When, MAX_MS,
+};
+use crate::durable::store::dead_record;
 use crate::durable::store::error::ErrorDetail;
 
 /// A reply of an unexpected shape (another version's schema, say).
@@ -38,26 +41,34 @@ pub(super) fn when_args(when: When) -> (Option<i64>, Option<i64>) {
 pub(super) fn put_reply(row: &postgres::Row) -> Result<Put, DurableError> {
     let result: i32 = row.try_get(0).map_err(bad_reply)?;
     let deadline: Option<i64> = row.try_get(1).map_err(bad_reply)?;
+    Ok(put_of(result, deadline))
+}
+
+/// A put's reply: (result, deadline).
+pub(super) fn put_of(result: i32, deadline: Option<i64>) -> Put {
     let deadline_ms = deadline.map_or(0, ms);
-    Ok(match result {
+    match result {
         0 => Put::Inserted { deadline_ms },
         1 => Put::Replaced { deadline_ms },
         _ => Put::Exists,
-    })
+    }
 }
 
 /// Reads a cancel's reply row.
 pub(super) fn cancel_reply(row: &postgres::Row) -> Result<Cancelled, DurableError> {
     let state: Option<i16> = row.try_get(0).map_err(bad_reply)?;
     let env: Option<Vec<u8>> = row.try_get(1).map_err(bad_reply)?;
-    Ok(match state {
+    Ok(cancel_of(state, env))
+}
+
+/// A cancel's reply: (state, envelope).
+pub(super) fn cancel_of(state: Option<i16>, env: Option<Vec<u8>>) -> Cancelled {
+    match state {
         Some(0) => Cancelled::Pending(env.unwrap_or_default()),
         Some(1) => Cancelled::InFlight,
-        Some(2) => Cancelled::Dead(crate::durable::store::dead_record::envelope(
-            env.unwrap_or_default(),
-        )),
+        Some(2) => Cancelled::Dead(dead_record::envelope(env.unwrap_or_default())),
         _ => Cancelled::NotFound,
-    })
+    }
 }
 
 /// The ids and tokens of (id, token) pairs, as the SQL arrays of the
@@ -86,4 +97,72 @@ pub(super) fn one_bool_each(
         ));
     }
     Ok(held)
+}
+
+/// The counts query's rows: (state, count) each.
+pub(super) fn counts_reply(rows: &[postgres::Row]) -> Result<Counts, DurableError> {
+    let mut counts = Counts::default();
+    for row in rows {
+        let state: i16 = row.try_get(0).map_err(bad_reply)?;
+        let n: i64 = row.try_get(1).map_err(bad_reply)?;
+        let n = usize::try_from(n).unwrap_or(0);
+        match state {
+            0 => counts.pending = n,
+            1 => counts.in_flight = n,
+            2 => counts.dead = n,
+            _ => {}
+        }
+    }
+    Ok(counts)
+}
+
+/// The get query's row, if any.
+pub(super) fn get_reply(row: Option<&postgres::Row>) -> Result<Option<Stored>, DurableError> {
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let state: i16 = row.try_get(0).map_err(bad_reply)?;
+    Ok(Some(Stored {
+        envelope: row.try_get(2).map_err(bad_reply)?,
+        deadline_ms: ms(row.try_get(1).map_err(bad_reply)?),
+        state: match state {
+            0 => StoredState::Pending,
+            1 => StoredState::InFlight,
+            _ => StoredState::Dead,
+        },
+    }))
+}
+
+/// The dead-letter listing's rows: (id, stored bytes, attempts, died).
+pub(super) fn buried_rows(rows: &[postgres::Row]) -> Result<Vec<Buried>, DurableError> {
+    rows.iter()
+        .map(|r| {
+            let stored: Vec<u8> = r.try_get(1)?;
+            let (error, envelope) = dead_record::split(&stored);
+            Ok(Buried {
+                id: r.try_get(0)?,
+                envelope: envelope.to_vec(),
+                error,
+                attempts: u32::try_from(r.try_get::<_, i32>(2)?).unwrap_or(0),
+                died_ms: ms(r.try_get(3)?),
+            })
+        })
+        .collect::<Result<_, postgres::Error>>()
+        .map_err(bad_reply)
+}
+
+/// A requeue's or purge's count: whether it acted on a dead letter;
+/// `retried` when it was sent more than once (then 0 may be its own
+/// earlier attempt's doing).
+pub(super) fn acted_reply(
+    row: &postgres::Row,
+    retried: bool,
+    verb: &str,
+    id: &str,
+) -> Result<bool, DurableError> {
+    let n: i64 = row.try_get(0).map_err(bad_reply)?;
+    if n == 0 && retried {
+        return Err(DurableError::lost_reply(verb, id));
+    }
+    Ok(n > 0)
 }

@@ -47,6 +47,86 @@ impl Connector {
     }
 }
 
+#[cfg(feature = "tokio")]
+impl Connector {
+    /// An async connection (the async client's): its connection task is
+    /// spawned on the current tokio runtime.
+    pub(super) async fn connect_async(
+        &self,
+        config: &tokio_postgres::Config,
+    ) -> Result<tokio_postgres::Client, postgres::Error> {
+        match self {
+            Connector::Plain => {
+                let (client, connection) = config.connect(NoTls).await?;
+                drop(tokio::spawn(connection));
+                Ok(client)
+            }
+            #[cfg(feature = "postgres-tls")]
+            Connector::Rustls(tls) => {
+                let (client, connection) = config.connect(tls.clone()).await?;
+                drop(tokio::spawn(connection));
+                Ok(client)
+            }
+        }
+    }
+}
+
+/// The async client's copy of a sync `postgres::Config` (which has no
+/// way back to the `tokio_postgres::Config` it wraps): every setting it
+/// can read.
+#[cfg(feature = "tokio")]
+pub(super) fn async_config(c: &Config) -> tokio_postgres::Config {
+    use postgres::config::Host;
+    let mut a = tokio_postgres::Config::new();
+    if let Some(v) = c.get_user() {
+        a.user(v);
+    }
+    if let Some(v) = c.get_password() {
+        a.password(v);
+    }
+    if let Some(v) = c.get_dbname() {
+        a.dbname(v);
+    }
+    if let Some(v) = c.get_options() {
+        a.options(v);
+    }
+    if let Some(v) = c.get_application_name() {
+        a.application_name(v);
+    }
+    a.ssl_mode(c.get_ssl_mode());
+    a.ssl_negotiation(c.get_ssl_negotiation());
+    for host in c.get_hosts() {
+        match host {
+            Host::Tcp(h) => a.host(h),
+            Host::Unix(p) => a.host_path(p),
+        };
+    }
+    for addr in c.get_hostaddrs() {
+        a.hostaddr(*addr);
+    }
+    for port in c.get_ports() {
+        a.port(*port);
+    }
+    if let Some(v) = c.get_connect_timeout() {
+        a.connect_timeout(*v);
+    }
+    if let Some(v) = c.get_tcp_user_timeout() {
+        a.tcp_user_timeout(*v);
+    }
+    a.keepalives(c.get_keepalives());
+    a.keepalives_idle(c.get_keepalives_idle());
+    if let Some(v) = c.get_keepalives_interval() {
+        a.keepalives_interval(v);
+    }
+    if let Some(v) = c.get_keepalives_retries() {
+        a.keepalives_retries(v);
+    }
+    a.target_session_attrs(c.get_target_session_attrs());
+    a.channel_binding(c.get_channel_binding());
+    a.load_balance_hosts(c.get_load_balance_hosts());
+    a
+}
+
 #[cfg(feature = "postgres-tls")]
 fn rustls_connector(ca_pem: Option<&[u8]>) -> Result<Connector, DurableError> {
     use rustls::pki_types::pem::PemObject;

@@ -13,11 +13,12 @@ use redis::{Script, Value};
 
 use super::client::{arg, bad_reply, bytes, int, RedisClient, RedisOptions};
 use super::dead::DeadScripts;
+use super::reply;
 use super::scripts;
 use super::wake::Wake;
 use crate::durable::store::backend::{
     ceil_ms, Buried, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack,
-    Put, PutMode, Repeat, Stored, StoredState, When,
+    Put, PutMode, Repeat, Stored, When,
 };
 use crate::durable::store::error::ErrorDetail;
 
@@ -177,6 +178,12 @@ impl RedisBackend {
         &self.warnings
     }
 
+    /// The client under the backend (the async client's settings).
+    #[cfg(feature = "tokio")]
+    pub(super) fn client(&self) -> &RedisClient {
+        &self.redis
+    }
+
     /// The Redis key of one part of this queue (`due`, `lease`, `data`,
     /// `meta`, `wake`, `dead` or `cfg`), for inspection and tests.
     ///
@@ -232,20 +239,7 @@ impl DurableBackend for RedisBackend {
             };
             Ok((reply, replicas))
         })?;
-        let put = match reply.as_slice() {
-            [0, _] => Put::Exists,
-            [1, at] => Put::Inserted {
-                deadline_ms: *at as u64,
-            },
-            [2, at] => Put::Replaced {
-                deadline_ms: *at as u64,
-            },
-            _ => {
-                return Err(DurableError::Format(
-                    format!("unexpected put reply {reply:?}").into(),
-                ))
-            }
-        };
+        let put = reply::put(&reply)?;
         if let (Some((n, timeout)), Some(acked)) = (self.redis.opts.replicas, replicas) {
             if acked < i64::from(n) {
                 return Err(DurableError::Unavailable(format!(
@@ -392,27 +386,7 @@ impl DurableBackend for RedisBackend {
         let (reply, retried): (Vec<Value>, bool) =
             self.redis
                 .invoke_counted(None, true, &self.scripts.cancel, &[arg(id)])?;
-        let mut it = reply.into_iter();
-        let status = it.next().as_ref().map(int).transpose()?.unwrap_or(0);
-        if status == 0 && retried {
-            // An earlier attempt may have removed it, and its reply (with
-            // the value) was lost: the outcome is unknown, not NotFound.
-            return Err(DurableError::Unavailable(format!(
-                "cancel of {id:?}: the reply was lost and the item is gone; it may have been this cancel"
-            ).into()));
-        }
-        let mut payload = || {
-            it.next()
-                .map(bytes)
-                .transpose()
-                .map(Option::unwrap_or_default)
-        };
-        Ok(match status {
-            1 => Cancelled::Pending(payload()?),
-            2 => Cancelled::InFlight,
-            3 => Cancelled::Dead(crate::durable::store::dead_record::envelope(payload()?)),
-            _ => Cancelled::NotFound,
-        })
+        reply::cancel(reply, retried, id)
     }
 
     fn wait(&self, due: Option<Duration>, limit: Duration) -> Result<bool, DurableError> {
@@ -452,24 +426,7 @@ impl DurableBackend for RedisBackend {
 
     fn get(&self, id: &str) -> Result<Option<Stored>, DurableError> {
         let reply: Vec<Value> = self.redis.invoke(true, &self.scripts.get, &[arg(id)])?;
-        if reply.is_empty() {
-            return Ok(None);
-        }
-        let Ok([state, deadline, envelope]) = <[Value; 3]>::try_from(reply) else {
-            return Err(DurableError::Format("unexpected get reply".into()));
-        };
-        let state = match int(&state)? {
-            0 => StoredState::Pending,
-            1 => StoredState::InFlight,
-            _ => StoredState::Dead,
-        };
-        let deadline_ms = u64::try_from(int(&deadline)?)
-            .map_err(|_| DurableError::Format(format!("item {id:?}: unreadable meta").into()))?;
-        Ok(Some(Stored {
-            envelope: bytes(envelope)?,
-            deadline_ms,
-            state,
-        }))
+        reply::get(reply, id)
     }
 
     fn server_time_ms(&self) -> Result<u64, DurableError> {
@@ -490,6 +447,10 @@ impl DurableBackend for RedisBackend {
 
     fn purge(&self, id: &str) -> Result<bool, DurableError> {
         self.dead.purge(&self.redis, id)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 }
 

@@ -124,6 +124,18 @@ impl RedisClient {
                 .into(),
             ));
         }
+        if tls && cfg!(not(feature = "redis-tls")) {
+            // The redis crate may have TLS compiled in (feature `tokio`
+            // needs it), but without `redis-tls` no crypto provider is set
+            // up: refuse here, never a panic at the first connection.
+            return Err(DurableError::Config(
+                format!(
+                    "{} is a rediss:// address, but schedpool was built without feature redis-tls",
+                    info.addr()
+                )
+                .into(),
+            ));
+        }
         // No CLIENT SETINFO handshake: redis-rs waits for its replies with
         // the connect timeout each, so a hung server would hold every new
         // connection for twice the connect timeout (F9).
@@ -149,6 +161,12 @@ impl RedisClient {
             tls,
             idle: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The client connections are made from (the async client's too).
+    #[cfg(feature = "tokio")]
+    pub(super) fn client(&self) -> &redis::Client {
+        &self.client
     }
 
     /// The key of one part of the queue.
@@ -357,13 +375,13 @@ pub(super) fn arg<T: redis::ToRedisArgs>(value: T) -> Vec<Vec<u8>> {
 /// A connection the server or the TLS layer refused for who we are (a
 /// wrong password or user, a certificate that does not chain to the CA):
 /// retrying cannot cure it.
-fn refused_to_connect(err: &RedisError) -> bool {
+pub(super) fn refused_to_connect(err: &RedisError) -> bool {
     err.kind() == redis::ErrorKind::AuthenticationFailed
         || err.code() == Some("WRONGPASS")
         || err.to_string().contains("invalid peer certificate")
 }
 
-fn is_transient(err: &RedisError) -> bool {
+pub(super) fn is_transient(err: &RedisError) -> bool {
     err.is_io_error()
         || err.is_timeout()
         || err.is_connection_dropped()
@@ -396,9 +414,15 @@ pub(super) fn bad_reply(v: &Value) -> DurableError {
     DurableError::Format(format!("unexpected reply from a queue script: {v:?}").into())
 }
 
+/// What a call says when `timeout` ran out before Redis answered (not the
+/// socket's `EAGAIN` text, which reads like a server error).
+pub(super) fn no_reply(timeout: Duration) -> String {
+    format!("no reply from Redis within {} ms", timeout.as_millis())
+}
+
 /// The detail of a client or server error: its text, and the error itself
 /// as the source.
-fn detail(err: RedisError) -> ErrorDetail {
+pub(super) fn detail(err: RedisError) -> ErrorDetail {
     ErrorDetail::with_source(err.to_string(), err)
 }
 
@@ -415,7 +439,7 @@ impl RedisClient {
         tls_hint: bool,
     ) -> ErrorDetail {
         let text = if err.is_timeout() {
-            format!("no reply from Redis within {} ms", timeout.as_millis())
+            no_reply(timeout)
         } else {
             err.to_string()
         };

@@ -14,7 +14,8 @@
 
 use redis::{Script, Value};
 
-use super::client::{arg, bytes, int, RedisClient};
+use super::client::{arg, RedisClient};
+use super::reply;
 use super::scripts::script;
 use crate::durable::store::backend::{Buried, DurableError};
 use crate::durable::store::dead_record;
@@ -40,7 +41,7 @@ return 1
 }
 
 /// ARGV: id. Returns 1 requeued, 0 not dead, -1 dead without data.
-fn requeue() -> String {
+pub(super) fn requeue() -> String {
     let tag: String = dead_record::TAG.iter().map(|b| format!("\\{b}")).collect();
     let body = r#"
 local id = ARGV[1]
@@ -66,7 +67,7 @@ return 1
 }
 
 /// ARGV: id. Returns 1 purged, 0 not dead.
-fn purge() -> String {
+pub(super) fn purge() -> String {
     script(
         " flags=allow-oom",
         r#"
@@ -81,7 +82,7 @@ return 1
 
 /// ARGV: max. Returns {id1, died1, attempts1, data1, ...}, oldest death
 /// first; attempts 0 where `meta` does not parse, data empty where missing.
-fn list() -> String {
+pub(super) fn list() -> String {
     script(
         " flags=no-writes",
         r#"
@@ -141,24 +142,13 @@ impl DeadScripts {
     pub(super) fn requeue(&self, redis: &RedisClient, id: &str) -> Result<bool, DurableError> {
         let (r, retried): (i64, bool) =
             redis.invoke_counted(None, true, &self.requeue, &[arg(id)])?;
-        match r {
-            1 => Ok(true),
-            -1 => Err(DurableError::Format(
-                format!("dead letter {id:?} has no stored bytes to requeue; purge it").into(),
-            )),
-            _ if retried => Err(DurableError::lost_reply("requeue", id)),
-            _ => Ok(false),
-        }
+        reply::acted(r, retried, "requeue", id)
     }
 
     pub(super) fn purge(&self, redis: &RedisClient, id: &str) -> Result<bool, DurableError> {
         let (r, retried): (i64, bool) =
             redis.invoke_counted(None, true, &self.purge, &[arg(id)])?;
-        match r {
-            1 => Ok(true),
-            _ if retried => Err(DurableError::lost_reply("purge", id)),
-            _ => Ok(false),
-        }
+        reply::acted(r, retried, "purge", id)
     }
 
     pub(super) fn list(
@@ -170,27 +160,6 @@ impl DeadScripts {
             return Ok(Vec::new());
         }
         let reply: Vec<Value> = redis.invoke(true, &self.list, &[arg(max)])?;
-        let mut out = Vec::with_capacity(reply.len() / 4);
-        let mut it = reply.into_iter();
-        while let (Some(id), Some(died), Some(attempts), Some(data)) =
-            (it.next(), it.next(), it.next(), it.next())
-        {
-            let id = String::from_utf8(bytes(id)?).map_err(|e| {
-                DurableError::Format(crate::durable::store::error::ErrorDetail::with_source(
-                    format!("a dead letter's id is not UTF-8: {e}"),
-                    e,
-                ))
-            })?;
-            let stored = bytes(data)?;
-            let (error, envelope) = dead_record::split(&stored);
-            out.push(Buried {
-                id,
-                envelope: envelope.to_vec(),
-                error,
-                attempts: u32::try_from(int(&attempts)?).unwrap_or(0),
-                died_ms: u64::try_from(int(&died)?).unwrap_or(0),
-            });
-        }
-        Ok(out)
+        reply::buried(reply)
     }
 }

@@ -15,10 +15,13 @@
 //! Nothing here is reachable from the rest of `durable/` except those two
 //! public types.
 
+#[cfg(feature = "tokio")]
+pub(crate) mod aio;
 mod backend;
 mod checks;
 mod client;
 mod dead;
+mod reply;
 mod scripts;
 mod wake;
 
