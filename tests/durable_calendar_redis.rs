@@ -106,18 +106,23 @@ fn kid(test: &str, role: &str, name: &str, skew_ms: i64, url: &str) -> Kid {
 }
 
 /// Runs until the parent sets `key`, then shuts the pool down. The poll
-/// reconnects after a Redis restart.
+/// (re)connects whenever it has no connection: the parent restarts Redis
+/// right after this process said "ready", which on a loaded machine can be
+/// before its first connect here.
 fn serve_until(pool: DurablePool, url: &str, key: &str) -> DurablePool {
-    let mut c = conn(url);
+    let client = redis::Client::open(url).unwrap();
+    let mut c = None;
     loop {
-        match redis::cmd("EXISTS").arg(key).query::<i64>(&mut c) {
-            Ok(1) => break,
-            Ok(_) => {}
-            Err(_) => {
-                std::thread::sleep(Duration::from_millis(100));
-                if let Ok(again) = redis::Client::open(url).unwrap().get_connection() {
-                    c = again;
-                }
+        if c.is_none() {
+            c = client
+                .get_connection_with_timeout(Duration::from_secs(5))
+                .ok();
+        }
+        if let Some(conn) = c.as_mut() {
+            match redis::cmd("EXISTS").arg(key).query::<i64>(conn) {
+                Ok(1) => break,
+                Ok(_) => {}
+                Err(_) => c = None,
             }
         }
         std::thread::sleep(Duration::from_millis(20));

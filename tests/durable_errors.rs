@@ -90,6 +90,75 @@ fn redis_errors_are_kept_as_redis_errors() {
     assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
 }
 
+/// The Redis message of a server that accepts and never answers says that
+/// it timed out, and how long it waited: not the socket's `EAGAIN` ("os
+/// error 11", "Resource temporarily unavailable"), which reads like a
+/// server error; and no TLS hint, since a TLS-only server would not stay
+/// silent.
+#[cfg(feature = "redis")]
+#[test]
+fn a_redis_call_that_times_out_says_so() {
+    use schedpool::durable::{RedisBackend, RedisOptions};
+
+    // The kernel completes the connection from the backlog; nothing reads.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://127.0.0.1:{}/", silent.local_addr().unwrap().port());
+    let opts = RedisOptions::default().op_timeout(Duration::from_millis(300));
+    let err = RedisBackend::connect_with(&url, "q", opts).unwrap_err();
+    assert!(err.is_unavailable(), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("no reply from Redis within 300 ms"), "{text}");
+    assert!(
+        !text.contains("os error") && !text.contains("temporarily"),
+        "{text}"
+    );
+    assert!(!text.contains("rediss://"), "no TLS hint: {text}");
+    let redis = err
+        .source()
+        .and_then(|s| s.downcast_ref::<redis::RedisError>())
+        .expect("the redis::RedisError is the source");
+    assert!(redis.is_timeout(), "{redis:?}");
+}
+
+/// A refused connection (nothing listens) keeps its text and gets no TLS
+/// hint; a server that closes a new plain connection before its first
+/// reply (what a TLS-only port does) gets it.
+#[cfg(feature = "redis")]
+#[test]
+fn the_rediss_hint_comes_only_where_tls_can_be_the_cause() {
+    use schedpool::durable::{RedisBackend, RedisOptions};
+
+    let opts = || RedisOptions::default().op_timeout(Duration::from_millis(300));
+    let refused = format!("redis://127.0.0.1:{}/", closed_port());
+    let err = RedisBackend::connect_with(&refused, "q", opts()).unwrap_err();
+    assert!(err.is_unavailable(), "{err:?}");
+    assert!(!err.to_string().contains("rediss://"), "{err}");
+    assert!(
+        err.to_string().to_lowercase().contains("refused"),
+        "says refused: {err}"
+    );
+
+    // Accepts, reads nothing, closes at once: a TLS-only server's answer
+    // to plain text.
+    let hangs_up = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "redis://127.0.0.1:{}/",
+        hangs_up.local_addr().unwrap().port()
+    );
+    std::thread::spawn(move || {
+        for conn in hangs_up.incoming() {
+            drop(conn);
+        }
+    });
+    let err = RedisBackend::connect_with(&url, "q", opts()).unwrap_err();
+    assert!(err.is_unavailable(), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("if the server accepts TLS only, connect with a rediss:// URL"),
+        "{err}"
+    );
+}
+
 #[cfg(feature = "postgres")]
 #[test]
 fn postgres_errors_are_kept_as_postgres_errors() {

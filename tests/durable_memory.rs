@@ -229,7 +229,13 @@ fn bad_input_is_an_error_not_a_panic() {
 #[test]
 fn a_queue_take_wakes_on_advance() {
     let clock = ManualClock::new();
-    let queue: DurableQueue<String> = DurableQueue::new(MemoryBackend::with_clock(clock.clone()));
+    // A take that missed the advance would sleep out max_block: 60 s, far
+    // past the bound below.
+    let queue: DurableQueue<String> = DurableQueue::with_options(
+        MemoryBackend::with_clock(clock.clone()),
+        options_ms(30_000, 60_000),
+    )
+    .unwrap();
     queue
         .put("session-1", &"expire".to_string(), 30 * MIN)
         .unwrap();
@@ -243,10 +249,7 @@ fn a_queue_take_wakes_on_advance() {
     let (id, acked) = taker.join().unwrap().expect("open queue");
     assert_eq!(id, "session-1");
     acked.unwrap();
-    assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "woken by the advance, not by max_block"
-    );
+    assert!(t.elapsed() < WAIT, "woken by the advance, not by max_block");
 }
 
 #[test]
@@ -308,7 +311,9 @@ fn an_undecodable_item_is_dead_lettered_not_delivered() {
 
 #[test]
 fn close_unblocks_takers_and_keeps_the_items() {
-    let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    // A taker that missed the close would sleep out max_block: 60 s.
+    let queue: DurableQueue<u64> =
+        DurableQueue::with_options(MemoryBackend::new(), options_ms(30_000, 60_000)).unwrap();
     queue.put("later", &1, 10 * MIN).unwrap();
     let takers: Vec<_> = (0..3)
         .map(|_| {
@@ -322,7 +327,7 @@ fn close_unblocks_takers_and_keeps_the_items() {
     for taker in takers {
         assert!(taker.join().unwrap(), "take returns None once closed");
     }
-    assert!(t.elapsed() < Duration::from_secs(1));
+    assert!(t.elapsed() < WAIT, "woken by the close, not by max_block");
     assert!(queue.is_closed());
     assert_eq!(
         queue.len().unwrap(),
@@ -765,4 +770,147 @@ fn shutdown_now_returns_after_the_items_it_lists_are_released() {
         (1, 0),
         "shutdown_now returned {ids:?} while the item was still leased"
     );
+}
+
+#[test]
+fn a_producer_pool_never_claims_a_job() {
+    // A web process that only schedules: `DurablePool::producer` starts no
+    // worker, so it never claims the fleet's jobs, not even due ones of a
+    // kind it has no handler for (which a worker would claim and hand
+    // back).
+    let store = MemoryBackend::new();
+    let probed = durable_support::Probed::new(store.clone());
+    let probe = probed.probe.clone();
+    let producer = DurablePool::producer(probed).unwrap();
+    let started = Instant::now();
+    for n in 0..20u64 {
+        producer
+            .schedule("close-order", &format!("order-{n}"), &n, Duration::ZERO)
+            .unwrap();
+    }
+    assert_eq!(producer.counts().unwrap().pending, 20);
+    // The fleet's worker runs them all, meanwhile.
+    let ran = Arc::new(AtomicU32::new(0));
+    let r = ran.clone();
+    let worker = DurablePool::builder(store)
+        .threads(2)
+        .handler("close-order", move |_: &u64, _| {
+            r.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    assert!(worker.wait_idle(WAIT));
+    assert_eq!(ran.load(Ordering::SeqCst), 20);
+    // A pool with workers claims within milliseconds of its build; give
+    // the producer's (if it had any) at least 200 ms.
+    std::thread::sleep(Duration::from_millis(200).saturating_sub(started.elapsed()));
+    for verb in ["claim", "wait", "extend", "ack", "ack_many", "nack"] {
+        assert_eq!(probe.calls(verb), 0, "the producer called {verb}");
+    }
+    assert_eq!(probe.calls("put"), 20);
+    assert_eq!(producer.stats(), Default::default(), "it ran nothing");
+    // It cancels, as it schedules, any kind.
+    producer
+        .schedule("no-such-kind", "later", &0u64, MIN)
+        .unwrap();
+    assert!(producer.cancel("later").unwrap());
+    producer.shutdown();
+    assert!(producer.await_termination(WAIT), "no threads to wait for");
+    worker.shutdown();
+    assert!(worker.await_termination(WAIT));
+}
+
+#[test]
+fn a_repeated_put_of_a_running_item_runs_it_again_put_if_absent_does_not() {
+    // docs/durable.md, rule 5: a repeated put is idempotent only while the
+    // item is pending.
+    let (started_tx, started) = mpsc::channel::<u64>();
+    let (release, release_rx) = mpsc::channel::<()>();
+    let (started_tx, release_rx) = (Mutex::new(started_tx), Mutex::new(release_rx));
+    let pool = DurablePool::builder(MemoryBackend::new())
+        .threads(1)
+        .lease(Duration::from_secs(30))
+        .handler("job", move |value: &u64, _| {
+            started_tx.lock().unwrap().send(*value).unwrap();
+            release_rx.lock().unwrap().recv().unwrap();
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    let next_start = || started.recv_timeout(WAIT).expect("a run started");
+
+    // `schedule` of an item while its handler runs: replaced, the running
+    // holder's ack is refused, and the handler runs again.
+    pool.schedule("job", "x", &1u64, Duration::ZERO).unwrap();
+    assert_eq!(next_start(), 1);
+    let again = pool.schedule("job", "x", &2u64, Duration::ZERO).unwrap();
+    assert!(matches!(again, Put::Replaced { .. }), "{again:?}");
+    release.send(()).unwrap();
+    assert_eq!(next_start(), 2, "the handler runs again");
+    release.send(()).unwrap();
+    assert!(pool.wait_idle(WAIT));
+    let stats = pool.stats();
+    assert_eq!((stats.succeeded, stats.lease_lost), (1, 1), "{stats:?}");
+
+    // `schedule_if_absent` of a running item changes nothing.
+    pool.schedule("job", "y", &3u64, Duration::ZERO).unwrap();
+    assert_eq!(next_start(), 3);
+    let again = pool
+        .schedule_if_absent("job", "y", &4u64, Duration::ZERO)
+        .unwrap();
+    assert_eq!(again, Put::Exists);
+    release.send(()).unwrap();
+    assert!(pool.wait_idle(WAIT));
+    assert!(started.try_recv().is_err(), "it ran once");
+    let stats = pool.stats();
+    assert_eq!((stats.succeeded, stats.lease_lost), (2, 1), "{stats:?}");
+
+    // While pending, both leave one item: `schedule` replaces it with the
+    // new value, `schedule_if_absent` keeps the first.
+    pool.schedule("job", "z", &5u64, MIN).unwrap();
+    pool.schedule("job", "z", &6u64, MIN).unwrap();
+    pool.schedule_if_absent("job", "z", &7u64, MIN).unwrap();
+    assert_eq!(pool.counts().unwrap().pending, 1);
+    pool.shutdown_now();
+    assert!(pool.await_termination(WAIT));
+}
+
+#[test]
+fn an_item_id_over_1024_bytes_is_refused_on_every_path() {
+    // The same limit as PostgreSQL's (tests/durable_postgres.rs), so an
+    // application is portable between the backends.
+    let queue: DurableQueue<u64> = DurableQueue::new(MemoryBackend::new());
+    let longest = "k".repeat(1024);
+    queue.put(&longest, &1, MIN).unwrap();
+    // 1,025 bytes, with a 3-byte character across the cut of the message.
+    let over = format!("{}€", "k".repeat(1022));
+    assert_eq!(over.len(), 1025);
+    let refused = |r: Result<Put, DurableError>| match r {
+        Err(DurableError::Config(m)) => {
+            assert!(m.contains("at most 1024 bytes"), "{m}");
+            assert!(m.contains("has 1025"), "{m}");
+        }
+        other => panic!("{other:?}"),
+    };
+    refused(queue.put(&over, &2, MIN));
+    refused(queue.put_if_absent(&over, &2, MIN));
+    refused(queue.put_at_server_ms(&over, &2, 0));
+    let many_bytes = "€".repeat(400);
+    assert!(matches!(
+        queue.put(&many_bytes, &3, MIN),
+        Err(DurableError::Config(m)) if m.contains("has 1200")
+    ));
+    let pool = DurablePool::producer(MemoryBackend::new()).unwrap();
+    refused(pool.schedule("job", &over, &2u64, MIN));
+    refused(pool.schedule_if_absent("job", &over, &2u64, MIN));
+    refused(pool.schedule_at_fixed_rate("job", &over, &2u64, MIN, MIN));
+    pool.schedule("job", &longest, &1u64, MIN).unwrap();
+    // Nothing over the limit was stored; a lookup of such an id finds
+    // nothing.
+    assert_eq!(queue.len().unwrap(), 1);
+    assert_eq!(queue.remove(&over).unwrap(), Removed::NotFound);
+    assert_eq!(queue.remove(&longest).unwrap(), Removed::Pending(1));
+    assert_eq!(pool.counts().unwrap().pending, 1);
+    assert!(!pool.cancel(&over).unwrap());
 }

@@ -7,7 +7,9 @@
 //! - T5: a SIGSTOPped holder is fenced: its ack and extend fail with
 //!   `LeaseLost`, its heartbeat marks the delivery lost, one ack succeeds.
 //! - T10: redis-server is kill -9'd and restarted: every acknowledged put
-//!   survives (AOF everysec), consumers reconnect by themselves.
+//!   survives (with `appendfsync always`: under `everysec` a slow fsync
+//!   lets Redis answer puts it has not written yet, see
+//!   `fsync_always`), consumers reconnect by themselves.
 //! - T11: Redis is unavailable for 5 s (killed, or SIGSTOPped): puts fail in
 //!   time, takes retry without spinning, nothing put before is lost.
 //!   A put whose reply timed out is `Unavailable` (it may yet apply), and
@@ -497,8 +499,20 @@ fn t5_stalled_holder_is_fenced() {
 }
 
 // ---------------------------------------------------------------------------
-// T10: redis-server kill -9 with AOF everysec
+// T10: redis-server kill -9
 // ---------------------------------------------------------------------------
+
+/// A server that writes and fsyncs the AOF before it answers, the setting
+/// under which a kill -9 of `redis-server` loses no acknowledged put. Under
+/// `everysec` (the harness's default) Redis postpones the AOF write for up
+/// to 2 s while an fsync is slow, and answers clients meanwhile: on a busy
+/// disk (other engineers' builds, CI) a kill then loses those puts, so a
+/// test of "nothing acknowledged is lost" across a kill uses this.
+fn fsync_always() -> Redis {
+    let redis = Redis::start_with(&["--appendfsync", "always"]);
+    assert_eq!(config_get(&mut redis.conn(), "appendfsync"), "always");
+    redis
+}
 
 struct PutRecord {
     id: String,
@@ -553,7 +567,7 @@ fn xorshift(state: &mut u64) -> u64 {
 fn t10_redis_kill9_loses_no_acknowledged_put() {
     watchdog(Duration::from_secs(120), || {
         let started = Instant::now();
-        let mut redis = Redis::start();
+        let mut redis = fsync_always();
         let url = redis.url();
         // A 2 s lease: a delivery in hand at the kill keeps its lease over
         // the restart (the heartbeat retries until the server is back).
@@ -1007,7 +1021,8 @@ enum Outage {
 
 fn t11(outage: Outage, name: &str) {
     let started = Instant::now();
-    let mut redis = Redis::start();
+    // Killed: nothing put before the kill may be lost (see `fsync_always`).
+    let mut redis = fsync_always();
     let url = redis.url();
     let op_timeout = Duration::from_millis(1500);
     let connect = || {
@@ -1068,14 +1083,22 @@ fn t11(outage: Outage, name: &str) {
     }
     thread::sleep(Duration::from_millis(300));
 
-    // poll_timeout(1 s) on its own handle returns in time.
-    let t = Instant::now();
-    let polled = poller.poll_timeout(Duration::from_secs(1));
-    let poll_took = t.elapsed();
-    // A put from here fails in time.
+    // Side by side, from 0.3 s into the 5 s outage, so that a call hung
+    // until the server is back would take 4.7 s, far past the bounds
+    // below (which leave a loaded machine seconds): poll_timeout(1 s) on
+    // its own handle returns in time, and a put fails in time.
+    let polling = {
+        let poller = poller.clone();
+        thread::spawn(move || {
+            let t = Instant::now();
+            let polled = poller.poll_timeout(Duration::from_secs(1));
+            (polled.map(|d| d.map(|d| d.id().to_string())), t.elapsed())
+        })
+    };
     let t = Instant::now();
     let probe = producer.put("probe", &0, Duration::ZERO);
     let probe_took = t.elapsed();
+    let (polled, poll_took) = polling.join().unwrap();
 
     thread::sleep(Duration::from_secs(5).saturating_sub(down_at.elapsed()));
     let claims_during = claims.claims() - claims_before;
@@ -1134,8 +1157,12 @@ fn t11(outage: Outage, name: &str) {
         started.elapsed()
     );
 
+    // What each call may take: its own budget (1 s, or one claim's
+    // op_timeout; op_timeout and one grace attempt for a put) and 2 s for
+    // a loaded machine's scheduling. A hang lasts until the server is back.
+    let slack = Duration::from_secs(2);
     assert!(
-        poll_took <= Duration::from_secs(3),
+        poll_took <= op_timeout + slack,
         "{outage:?}: poll_timeout(1 s) took {poll_took:?}"
     );
     assert!(
@@ -1147,13 +1174,13 @@ fn t11(outage: Outage, name: &str) {
         "{outage:?}: a put succeeded while down: {probe:?}"
     );
     assert!(
-        probe_took <= Duration::from_secs(2),
+        probe_took <= op_timeout + slack,
         "{outage:?}: put took {probe_took:?} to fail (op_timeout {op_timeout:?})"
     );
     for p in &puts {
         let took = p.returned - p.issued;
         assert!(
-            took <= Duration::from_secs(2),
+            took <= op_timeout + slack,
             "{outage:?}: put {} took {took:?} ({:?})",
             p.id,
             p.result
@@ -1255,6 +1282,9 @@ fn redis_a_put_that_timed_out_is_unknown_and_repeatable() {
             matches!(r, Err(DurableError::Unavailable(_))),
             "a stopped server gives Unavailable: {r:?}"
         );
+        // It says that it timed out, not the socket's "os error 11".
+        let text = r.unwrap_err().to_string();
+        assert!(text.contains("no reply from Redis within 500 ms"), "{text}");
         std::thread::sleep(Duration::from_millis(300));
         assert!(q.counts().unwrap().pending <= 1, "at most the one item");
         // Repeating the put is safe: one item, with the repeated value.

@@ -1042,6 +1042,9 @@ fn t12_parent() {
 const T14_PERIOD_MS: u64 = 300;
 const T14_LEASE_MS: u64 = 1000;
 const T14_MAX_BLOCK_MS: u64 = 2000;
+/// What a loaded machine may add to lease + max_block before B continues
+/// the chain: Redis's timer slack, B's scheduling, a claim's round trip.
+const T14_SLACK_MS: u64 = 3000;
 
 /// Processes A and B both run a 2-thread `DurablePool` and both start the
 /// fixed-rate chain (period 300 ms; the second start is `Exists`). Each run
@@ -1245,8 +1248,9 @@ fn t14_parent() {
         );
     }
     assert!(
-        b_claim <= kill_ms + T14_LEASE_MS + T14_MAX_BLOCK_MS,
-        "B continued {} ms after the kill (lease {T14_LEASE_MS} + max_block {T14_MAX_BLOCK_MS})",
+        b_claim <= kill_ms + T14_LEASE_MS + T14_MAX_BLOCK_MS + T14_SLACK_MS,
+        "B continued {} ms after the kill (lease {T14_LEASE_MS} + max_block {T14_MAX_BLOCK_MS} \
+         + {T14_SLACK_MS} for a loaded machine)",
         b_claim - kill_ms
     );
     assert!(occ.len() >= 12, "too few occurrences: {occ:?}");
@@ -1568,9 +1572,11 @@ fn t15_shutdown_now_returns_released_ids() {
     });
 }
 
-/// `close()` unblocks a `take()` parked in `BZPOPMIN` within 200 ms, that
-/// take returns `None`, and the stored items are untouched. Checked five
-/// times, with the queue empty and with a far head.
+/// `close()` unblocks a `take()` parked in `BZPOPMIN` at once, that take
+/// returns `None`, and the stored items are untouched. Checked six times,
+/// with the queue empty and with a far head. "At once" is within 2 s: the
+/// unblock takes milliseconds, a loaded machine may add a second of
+/// scheduling, and a lost one would block until `max_block`, 60 s.
 #[test]
 fn t15_close_unblocks_bzpopmin() {
     let _serial = serial();
@@ -1584,7 +1590,7 @@ fn t15_close_unblocks_bzpopmin() {
                 RedisBackend::connect(&url, &name).unwrap(),
                 QueueOptions {
                     lease: Duration::from_secs(1),
-                    max_block: Duration::from_secs(5),
+                    max_block: Duration::from_secs(60),
                     max_attempts: 0,
                 },
             )
@@ -1623,7 +1629,7 @@ fn t15_close_unblocks_bzpopmin() {
             );
             assert!(none, "take() after close() must return None");
             assert!(
-                took < Duration::from_millis(200),
+                took < Duration::from_secs(2),
                 "take() returned {took:?} after close()"
             );
             assert!(

@@ -161,23 +161,28 @@ fn shutdown_now_returns_every_task_that_never_started() {
 
 #[test]
 fn dropping_the_last_clone_shuts_down_without_blocking() {
-    let pool = ScheduledThreadPool::new(1);
+    // On a frozen clock: a drop that waited for the task would wait until
+    // the clock is advanced, which happens only after the drop returned.
+    let (clock, pool) = common::manual_pool(1);
     let clone = pool.clone();
     let observer = pool.clone();
     let h = pool
-        .schedule(|| "still runs", Duration::from_millis(1_000))
+        .schedule(|| "still runs", Duration::from_secs(3_600))
         .unwrap();
     drop(pool);
     drop(clone);
     assert!(!observer.is_shutdown(), "one clone is still alive");
-    let start = Instant::now();
-    drop(observer);
-    // Waiting for the task would take a second; half of it leaves a
-    // loaded machine room.
+    let (dropped, done) = mpsc::channel();
+    std::thread::spawn(move || {
+        drop(observer);
+        dropped.send(()).unwrap();
+    });
     assert!(
-        start.elapsed() < Duration::from_millis(500),
+        done.recv_timeout(EVENTUALLY).is_ok(),
         "drop does not wait for the task"
     );
+    assert!(!h.is_done(), "not run before its time");
+    clock.advance(Duration::from_secs(3_600));
     assert_eq!(
         h.join(),
         Ok("still runs"),
@@ -258,9 +263,10 @@ fn a_task_that_never_returns() {
     eventually("the stuck task started", || started.load(Ordering::SeqCst));
     let queued = pool.schedule(|| (), Duration::from_millis(1)).unwrap();
 
+    // Were shutdown_now to wait for the stuck task, it would never return.
     let t = Instant::now();
     let pending = pool.shutdown_now();
-    assert!(t.elapsed() < Duration::from_secs(2), "shutdown_now blocked");
+    assert!(t.elapsed() < EVENTUALLY, "shutdown_now blocked");
     assert_eq!(pending.len(), 1, "the queued task is returned");
     drop(pending);
     assert_eq!(queued.join(), Err(TaskError::Cancelled));

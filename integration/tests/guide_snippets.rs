@@ -384,7 +384,7 @@ mod snippet_21 {
     }
 }
 
-// Snippet 22: docs/guide.md, line 727.
+// Snippet 22: docs/guide.md, line 733.
 #[rustfmt::skip]
 mod snippet_22 {
     use schedpool::*;
@@ -404,7 +404,7 @@ mod snippet_22 {
     }
 }
 
-// Snippet 23: docs/guide.md, line 766.
+// Snippet 23: docs/guide.md, line 772.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_23 {
@@ -426,7 +426,7 @@ mod snippet_23 {
     }
 }
 
-// Snippet 24: docs/guide.md, line 789.
+// Snippet 24: docs/guide.md, line 795.
 #[rustfmt::skip]
 mod snippet_24 {
     use schedpool::*;
@@ -438,7 +438,7 @@ mod snippet_24 {
     }
 }
 
-// Snippet 25: docs/guide.md, line 810.
+// Snippet 25: docs/guide.md, line 816.
 #[rustfmt::skip]
 mod snippet_25 {
     use schedpool::*;
@@ -459,7 +459,7 @@ mod snippet_25 {
     }
 }
 
-// Snippet 26: docs/guide.md, line 851.
+// Snippet 26: docs/guide.md, line 857.
 #[rustfmt::skip]
 mod snippet_26 {
     use schedpool::*;
@@ -479,7 +479,7 @@ mod snippet_26 {
     }
 }
 
-// Snippet 27: docs/guide.md, line 866.
+// Snippet 27: docs/guide.md, line 872.
 #[rustfmt::skip]
 mod snippet_27 {
     use schedpool::*;
@@ -492,7 +492,7 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 924.
+// Snippet 28: docs/guide.md, line 930.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_28 {
@@ -515,7 +515,7 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 990.
+// Snippet 29: docs/guide.md, line 996.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_29 {
@@ -535,7 +535,7 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 1005.
+// Snippet 30: docs/guide.md, line 1011.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_30 {
@@ -560,7 +560,7 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1040.
+// Snippet 31: docs/guide.md, line 1046.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_31 {
@@ -593,7 +593,7 @@ mod snippet_31 {
     }
 }
 
-// Snippet 32: docs/guide.md, line 1117.
+// Snippet 32: docs/guide.md, line 1123.
 #[rustfmt::skip]
 mod snippet_32 {
     use schedpool::*;

@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::store::backend::{Cancelled, Counts, DurableBackend, Put, PutMode, When};
+use super::store::backend::{check_id, Cancelled, Counts, DurableBackend, Put, PutMode, When};
 use super::store::contained::Store;
 use super::store::envelope::{self, IdGen, Payload};
 use super::store::error::DurableError;
@@ -171,12 +171,22 @@ impl<T: Payload> DurableQueue<T> {
     /// already pending or in flight under `id` is replaced (new value, new
     /// deadline), and a current holder's ack will fail.
     ///
+    /// Repeating a `put` is idempotent only while the item is pending: once
+    /// a consumer has claimed it, the repeat replaces the claimed item, the
+    /// holder's ack fails with [`DurableError::LeaseLost`], and the item is
+    /// delivered again. To retry a put, or to register items at every
+    /// start-up, use [`put_if_absent`](Self::put_if_absent).
+    ///
     /// # Errors
     ///
+    /// [`DurableError::Config`] for an id that is empty or over 1,024 bytes
+    /// (the limit of every backend; nothing is sent).
     /// [`DurableError::Refused`] when the store refuses (out of memory):
     /// nothing was written. [`DurableError::Unavailable`] when it could not
     /// be reached within its timeout: the put may or may not have landed;
-    /// repeat it (it is idempotent by id) or remove the id.
+    /// retry with [`put_if_absent`](Self::put_if_absent) (a repeated `put`
+    /// would replace the item if a consumer has claimed it meanwhile), or
+    /// remove the id.
     ///
     /// # Examples
     ///
@@ -206,7 +216,10 @@ impl<T: Payload> DurableQueue<T> {
 
     /// Puts `value` under `id` unless an item with that id is pending or in
     /// flight, in which case nothing changes and [`Put::Exists`] is
-    /// returned.
+    /// returned: the safe retry of a put that returned
+    /// [`DurableError::Unavailable`], and the way to register items at
+    /// start-up. An id that was acked, cancelled or dead-lettered is absent:
+    /// it is put again.
     ///
     /// # Errors
     ///
@@ -340,9 +353,7 @@ impl<T: Payload> DurableQueue<T> {
 
     /// The stored bytes of `value` under `id`, after checking the id.
     fn seal(id: &str, value: &T) -> Result<Vec<u8>, DurableError> {
-        if id.is_empty() {
-            return Err(DurableError::Config("an item id must not be empty".into()));
-        }
+        check_id(id)?;
         envelope::seal("", None, value)
     }
 

@@ -240,11 +240,17 @@ impl Postgres {
             child: None,
             extra: extra.iter().map(|s| s.to_string()).collect(),
         };
-        pg.spawn();
+        pg.spawn(true);
         pg
     }
 
-    fn spawn(&mut self) {
+    /// Starts the server and waits until it (this child, not another
+    /// test's server that won the port: see [`Postgres::ours`]) accepts
+    /// connections. On a `fresh` start a server that exits, as one whose
+    /// port another process took between `free_port` and its bind does, is
+    /// started again on another free port; a restart keeps its port, which
+    /// clients already know.
+    fn spawn(&mut self, fresh: bool) {
         let inst = install();
         // A restart right after kill -9 can find the old backends still
         // attached to shared memory for a moment: retry.
@@ -273,7 +279,7 @@ impl Postgres {
             let mut child = run_as(&mut cmd).spawn().expect("spawn postgres");
             let started = Instant::now();
             while started.elapsed() < Duration::from_secs(20) {
-                if self.ready() {
+                if self.ours() {
                     LIVE.lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .push(child.id());
@@ -287,6 +293,9 @@ impl Postgres {
             }
             let _ = child.kill();
             let _ = child.wait();
+            if fresh {
+                self.port = free_port();
+            }
             assert!(
                 Instant::now() < limit,
                 "postgres on port {} did not start: {}",
@@ -308,6 +317,18 @@ impl Postgres {
     /// A `postgresql://` URL as the superuser.
     pub fn url(&self) -> String {
         format!("postgresql://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// True when this cluster (its data directory, not another test's
+    /// server on the same port) accepts a connection.
+    fn ours(&self) -> bool {
+        let Ok(mut c) = postgres::Client::connect(&self.params(), postgres::NoTls) else {
+            return false;
+        };
+        let dir = c
+            .query_one("SHOW data_directory", &[])
+            .map(|row| row.get::<_, String>(0));
+        dir.is_ok_and(|d| std::path::Path::new(&d) == self.dir.join("data"))
     }
 
     /// True when the server accepts a connection.
@@ -334,7 +355,7 @@ impl Postgres {
     /// recovery replays the WAL).
     pub fn restart(&mut self) {
         self.kill9();
-        self.spawn();
+        self.spawn(false);
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -412,7 +433,9 @@ pub fn signal(pid: u32, sig: &str) {
     assert!(status.success(), "kill -{sig} {pid} failed");
 }
 
-/// Aborts the test process if `f` has not returned within `limit`.
+/// Aborts the test process if `f` has not returned within `limit`. A
+/// panic in `f` disarms it too: the test has failed, and its message and
+/// the other tests of the binary must not be thrown away by an abort.
 pub fn watchdog<R>(limit: Duration, f: impl FnOnce() -> R) -> R {
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = done.clone();
@@ -441,7 +464,12 @@ pub fn watchdog<R>(limit: Duration, f: impl FnOnce() -> R) -> R {
         }
         std::process::abort();
     });
-    let r = f();
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    r
+    struct Disarm(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Disarm {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let _disarm = Disarm(done);
+    f()
 }

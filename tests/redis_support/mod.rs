@@ -102,7 +102,7 @@ impl Redis {
             unix: Some(sock),
             skew_ms: None,
         };
-        redis.spawn();
+        redis.spawn_fresh();
         redis
     }
 
@@ -131,7 +131,7 @@ impl Redis {
             unix: None,
             skew_ms,
         };
-        redis.spawn();
+        redis.spawn_fresh();
         redis
     }
 
@@ -153,7 +153,34 @@ impl Redis {
         self.spawn();
     }
 
+    /// The first start: when another process took the port between
+    /// `free_port` and the server's bind (several test binaries, or other
+    /// checkouts' tests, start servers at once on a loaded machine), the
+    /// server exits, and this starts it again on another free port.
+    fn spawn_fresh(&mut self) {
+        for _ in 0..5 {
+            if self.try_spawn() {
+                return;
+            }
+            self.port = free_port();
+        }
+        panic!("redis-server found its port taken five times in a row");
+    }
+
+    /// A restart: on the same port, which clients already know.
     fn spawn(&mut self) {
+        assert!(
+            self.try_spawn(),
+            "redis-server could not listen on port {} again (another process took it)",
+            self.port
+        );
+    }
+
+    /// Starts the server and waits until it answers; false when it exited
+    /// instead (its port was taken). The answer must be this child's own
+    /// (`INFO`'s `process_id`): a server of another test that won the port
+    /// answers PING too, and would vanish under this one's clients.
+    fn try_spawn(&mut self) -> bool {
         let mut cmd = Command::new("redis-server");
         if let Some(skew_ms) = self.skew_ms {
             skew_clock(&mut cmd, skew_ms);
@@ -169,18 +196,42 @@ impl Redis {
             .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        self.child = Some(cmd.spawn().expect("spawn redis-server"));
+        let mut child = cmd.spawn().expect("spawn redis-server");
         let limit = Instant::now() + Duration::from_secs(20);
         while Instant::now() < limit {
-            if self.ping() {
-                return;
+            if let Ok(Some(_)) = child.try_wait() {
+                return false;
+            }
+            if self.answering_pid() == Some(child.id()) {
+                self.child = Some(child);
+                return true;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!(
             "redis-server on port {} did not answer within 20 s",
             self.port
         );
+    }
+
+    /// The pid of the server that answers on this one's address, once it
+    /// serves commands (PING is refused while it loads its AOF; INFO is
+    /// not), if any.
+    fn answering_pid(&self) -> Option<u32> {
+        let client = redis::Client::open(self.admin_url()).ok()?;
+        let mut c = client
+            .get_connection_with_timeout(Duration::from_millis(200))
+            .ok()?;
+        c.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        redis::cmd("PING").query::<String>(&mut c).ok()?;
+        let info: String = redis::cmd("INFO").arg("server").query(&mut c).ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))?
+            .trim()
+            .parse()
+            .ok()
     }
 
     /// The URL the backend connects to (`rediss://` when TLS-only).
@@ -213,17 +264,6 @@ impl Redis {
 
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-
-    /// True when the server answers PING.
-    pub fn ping(&self) -> bool {
-        let Ok(client) = redis::Client::open(self.admin_url()) else {
-            return false;
-        };
-        let Ok(mut c) = client.get_connection_with_timeout(Duration::from_millis(200)) else {
-            return false;
-        };
-        redis::cmd("PING").query::<String>(&mut c).is_ok()
     }
 
     /// A plain connection for inspecting keys.
@@ -453,8 +493,10 @@ pub fn signal(pid: u32, sig: &str) {
     assert!(status.success(), "kill -{sig} {pid} failed");
 }
 
-/// Panics the test if `f` has not returned within `limit` (a watchdog for
-/// tests that could otherwise hang CI).
+/// Aborts the test process if `f` has not returned within `limit` (a
+/// watchdog for tests that could otherwise hang CI). A panic in `f`
+/// disarms it too: the test has failed, and its message and the other
+/// tests of the binary must not be thrown away by an abort.
 pub fn watchdog<R>(limit: Duration, f: impl FnOnce() -> R) -> R {
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = done.clone();
@@ -478,7 +520,12 @@ pub fn watchdog<R>(limit: Duration, f: impl FnOnce() -> R) -> R {
         );
         std::process::abort();
     });
-    let r = f();
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    r
+    struct Disarm(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Disarm {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let _disarm = Disarm(done);
+    f()
 }

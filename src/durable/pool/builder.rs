@@ -30,7 +30,9 @@ use super::shared::{Counters, Handler, Inner, State};
 // ===== impl DurablePool =====
 
 impl DurablePool {
-    /// A builder for a pool on `backend`.
+    /// A builder for a pool on `backend`. By default it starts one worker
+    /// thread per CPU, which claim and run the fleet's items: for a process
+    /// that only schedules and cancels, use [`producer`](Self::producer).
     ///
     /// # Examples
     ///
@@ -67,6 +69,50 @@ impl DurablePool {
             #[cfg(feature = "tokio")]
             async_limits: HashMap::new(),
         }
+    }
+}
+
+impl DurablePool {
+    /// A producer-only pool on `backend`: it schedules and cancels items of
+    /// any kind, and never claims or runs one. It has no worker threads, no
+    /// acker and no heartbeat thread (it holds no leases).
+    ///
+    /// For a process that only puts jobs for the fleet, such as a web
+    /// process that calls [`schedule`](Self::schedule) at checkout while
+    /// worker processes run the handlers: a pool from
+    /// [`builder`](Self::builder) would start one worker per CPU there, and
+    /// they would claim the fleet's jobs (and, with no handler for a kind,
+    /// hand each back after claiming it). The same as
+    /// `DurablePool::builder(backend).threads(0).build()`; use that form to
+    /// set other options, or to register calendar schedules at start-up.
+    ///
+    /// # Errors
+    ///
+    /// As for [`DurablePoolBuilder::build`]; with the default options none
+    /// applies today.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, MemoryBackend};
+    ///
+    /// let store = MemoryBackend::new(); // RedisBackend or PostgresBackend in production
+    /// // The web process: schedules, runs nothing.
+    /// let web = DurablePool::producer(store.clone())?;
+    /// web.schedule("close-order", "order-42", &42u64, Duration::from_secs(30 * 60))?;
+    /// // A worker process runs the handlers.
+    /// let worker = DurablePool::builder(store)
+    ///     .threads(2)
+    ///     .handler("close-order", |_order: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// assert_eq!(web.counts()?.pending, 1);
+    /// web.shutdown();
+    /// worker.shutdown();
+    /// # Ok::<(), schedpool::durable::DurableError>(())
+    /// ```
+    pub fn producer(backend: impl DurableBackend) -> Result<DurablePool, DurableError> {
+        Self::builder(backend).threads(0).build()
     }
 }
 
@@ -120,8 +166,9 @@ struct Calendar {
 
 impl DurablePoolBuilder {
     /// Worker threads (default: the number of CPUs). Zero makes a
-    /// producer-only pool: it schedules and cancels items of any kind (it
-    /// cannot check them against handlers it does not have) and runs none.
+    /// producer-only pool, as [`DurablePool::producer`] does: it schedules
+    /// and cancels items of any kind (it cannot check them against handlers
+    /// it does not have) and runs none.
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n;
         self
@@ -415,7 +462,7 @@ impl DurablePoolBuilder {
         }
         if self.threads > 0 && self.handlers.is_empty() {
             return Err(DurableError::Config(
-                "a pool with workers needs at least one handler (threads(0) makes a producer-only pool)"
+                "a pool with workers needs at least one handler (DurablePool::producer makes a producer-only pool)"
                     .into(),
             ));
         }

@@ -83,7 +83,8 @@ impl DurablePool {
     /// # Errors
     ///
     /// [`DurableError::Config`] for a kind with no handler here (unless the
-    /// pool is producer-only), an empty id, an invalid `misfire`, a rule
+    /// pool is producer-only), an id that is empty or over 1,024 bytes, an
+    /// invalid `misfire`, a rule
     /// that never fires after the store's now or breaks the [`Schedule`]
     /// contract, or another definition stored under `id`;
     /// [`DurableError::Closed`] once shut down; the store's error otherwise

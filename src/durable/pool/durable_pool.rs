@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::calendar_def;
 use super::shared::Inner;
-use crate::durable::store::backend::{Counts, DurableError, Put, PutMode, Repeat, When};
+use crate::durable::store::backend::{check_id, Counts, DurableError, Put, PutMode, Repeat, When};
 use crate::durable::store::contained::Store;
 use crate::durable::store::envelope::{self, Payload};
 
@@ -112,11 +112,19 @@ impl DurablePool {
     /// after the store's now; re-scheduling an id replaces it (and fences a
     /// current holder).
     ///
+    /// So a repeated `schedule` is idempotent only while the item is
+    /// pending: if a worker is running it, the repeat replaces it, that
+    /// run's ack fails ([`DurableStats::lease_lost`]) and the handler runs
+    /// again. To retry after [`DurableError::Unavailable`], or to schedule
+    /// at every start-up, use
+    /// [`schedule_if_absent`](Self::schedule_if_absent).
+    ///
     /// # Errors
     ///
     /// [`DurableError::Config`] for a kind with no handler in this pool
-    /// (unless it is producer-only) or an empty id; [`DurableError::Closed`]
-    /// once shut down; the store's error otherwise.
+    /// (unless it is producer-only), or an id that is empty or over 1,024
+    /// bytes; [`DurableError::Closed`] once shut down; the store's error
+    /// otherwise.
     ///
     /// # Examples
     ///
@@ -149,7 +157,10 @@ impl DurablePool {
     }
 
     /// As [`schedule`](Self::schedule), but leaves an existing pending or
-    /// in-flight `id` untouched and returns [`Put::Exists`].
+    /// in-flight `id` untouched and returns [`Put::Exists`]: the safe retry
+    /// of a `schedule` that returned [`DurableError::Unavailable`], and the
+    /// way to schedule jobs at every start-up. An id that was acked,
+    /// cancelled or dead-lettered is absent: it is scheduled again.
     ///
     /// # Errors
     ///
@@ -696,9 +707,6 @@ impl Inner {
                 format!("no handler for kind {kind:?}").into(),
             ));
         }
-        if id.is_empty() {
-            return Err(DurableError::Config("an item id must not be empty".into()));
-        }
-        Ok(())
+        check_id(id)
     }
 }

@@ -502,6 +502,40 @@ pub trait DurableBackend: Send + Sync + fmt::Debug + 'static {
 /// retry window of one operation (2 s by default).
 pub(crate) const RECEIPT_MS: u64 = 30_000;
 
+/// The longest item id, in bytes, on every backend. PostgreSQL keeps an id
+/// with its queue name in btree index entries, which cannot exceed 2,704
+/// bytes (a third of an 8 KB page; a longer id of random text fails at the
+/// server with "index row size exceeds btree version 4 maximum"): 1 KiB for
+/// the id, and as much for a PostgreSQL queue name, always fits. Redis and
+/// the in-memory backend could store more; the same limit everywhere keeps
+/// an application portable between them.
+pub(super) const MAX_ID_BYTES: usize = 1024;
+
+/// Checks an item id before anything is sent: not empty, and at most
+/// [`MAX_ID_BYTES`] bytes. Ids are only checked where an item is stored: a
+/// lookup (cancel, remove) of a longer id finds nothing.
+pub(crate) fn check_id(id: &str) -> Result<(), DurableError> {
+    if id.is_empty() {
+        return Err(DurableError::Config("an item id must not be empty".into()));
+    }
+    if id.len() > MAX_ID_BYTES {
+        // The id's start names it; the whole one would flood a log line.
+        let end = (0..=32)
+            .rev()
+            .find(|&i| id.is_char_boundary(i))
+            .unwrap_or(0);
+        return Err(DurableError::Config(
+            format!(
+                "an item id must be at most {MAX_ID_BYTES} bytes; {:?}... has {}",
+                &id[..end],
+                id.len()
+            )
+            .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Whole milliseconds of `d`, rounded up so that a deadline is never early.
 pub(crate) fn ceil_ms(d: Duration) -> u64 {
     let ms = d.as_millis();

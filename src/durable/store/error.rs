@@ -9,7 +9,10 @@
 //!   downcasting. Nothing in the crate turns such an error into text only.
 //! - The message keeps the underlying error's text too, as it always did,
 //!   so a log line of `%err` shows the reason (see `docs/design.md`, "The
-//!   durable error type", for why both).
+//!   durable error type", for why both). One exception: a socket timeout's
+//!   text is the OS's `EAGAIN` ("Resource temporarily unavailable"), which
+//!   reads like a server error, so a timed-out Redis call says instead
+//!   which timeout ran out (the source still holds the error).
 //! - Equality compares the kind and the message, never the source (an
 //!   `Arc<dyn Error>` cannot be compared); cloning shares the source.
 //!
@@ -323,13 +326,6 @@ impl ErrorDetail {
     /// ```
     pub fn source(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
         self.source.as_deref()
-    }
-
-    /// This detail with `suffix` appended to its message, the source kept.
-    #[cfg(feature = "redis")]
-    pub(crate) fn append(mut self, suffix: &str) -> Self {
-        self.message.push_str(suffix);
-        self
     }
 }
 

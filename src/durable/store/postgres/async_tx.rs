@@ -22,7 +22,7 @@ use std::pin::Pin;
 use super::backend::PostgresBackend;
 use super::reply::{cancel_of, put_of, when_args};
 use super::schema;
-use crate::durable::store::backend::{Cancelled, DurableError, Put, PutMode, When};
+use crate::durable::store::backend::{check_id, Cancelled, DurableError, Put, PutMode, When};
 
 /// The arguments of a put, as SQL takes them.
 #[doc(hidden)]
@@ -224,9 +224,7 @@ impl PostgresBackend {
         when: When,
         mode: PutMode,
     ) -> Result<Put, DurableError> {
-        if id.is_empty() {
-            return Err(DurableError::Config("an item id must not be empty".into()));
-        }
+        check_id(id)?;
         let (delay, at) = when_args(when);
         let sql = schema::put_sql(&self.pg.s, &self.pg.opts.schema);
         let args = PutArgs {

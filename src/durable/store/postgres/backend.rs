@@ -31,8 +31,8 @@ use super::reply::{
 use super::schema;
 use crate::base::sync::Mutex;
 use crate::durable::store::backend::{
-    ceil_ms, Buried, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack,
-    Put, PutMode, Repeat, Stored, When,
+    ceil_ms, check_id, Buried, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend,
+    DurableError, Nack, Put, PutMode, Repeat, Stored, When, MAX_ID_BYTES,
 };
 use crate::durable::store::error::ErrorDetail;
 
@@ -112,8 +112,8 @@ impl PostgresBackend {
     ///
     /// # Errors
     ///
-    /// [`DurableError::Config`] for bad parameters, an empty queue name, a
-    /// schema name that is empty or over 50 bytes, failed authentication, a
+    /// [`DurableError::Config`] for bad parameters, a queue name that is
+    /// empty or over 1,024 bytes, a schema name that is empty or over 50 bytes, failed authentication, a
     /// missing schema with `migrate(false)`, missing rights, or, with
     /// [`PostgresOptions::strict`], server settings that can lose
     /// acknowledged writes ([`warnings`](Self::warnings));
@@ -182,9 +182,15 @@ impl PostgresBackend {
         queue: &str,
         opts: PostgresOptions,
     ) -> Result<Self, DurableError> {
-        if queue.is_empty() {
+        // The queue name shares every index entry with an id: with both
+        // at most MAX_ID_BYTES, an entry always fits.
+        if queue.is_empty() || queue.len() > MAX_ID_BYTES {
             return Err(DurableError::Config(
-                "a queue name must not be empty".into(),
+                format!(
+                    "a queue name must be 1 to {MAX_ID_BYTES} bytes; this one has {}",
+                    queue.len()
+                )
+                .into(),
             ));
         }
         if opts.schema.is_empty() || opts.schema.len() > schema::MAX_SCHEMA_LEN {
@@ -362,6 +368,9 @@ impl DurableBackend for PostgresBackend {
         when: When,
         mode: PutMode,
     ) -> Result<Put, DurableError> {
+        // Before sending: the server would refuse an id too long for its
+        // index as a `Refused` program limit.
+        check_id(id)?;
         let (delay, at) = when_args(when);
         let if_absent = mode == PutMode::IfAbsent;
         let q = &self.pg.queue;

@@ -23,7 +23,9 @@ use super::backend::PostgresBackend;
 use super::error::map_err;
 use super::reply::{cancel_reply, put_reply, when_args};
 use super::schema;
-use crate::durable::store::backend::{Cancelled, DurableBackend, DurableError, Put, PutMode, When};
+use crate::durable::store::backend::{
+    check_id, Cancelled, DurableBackend, DurableError, Put, PutMode, When,
+};
 use crate::durable::store::tx::impl_in_transaction;
 
 // ===== impl PostgresBackend =====
@@ -80,9 +82,7 @@ impl PostgresBackend {
         when: When,
         mode: PutMode,
     ) -> Result<Put, DurableError> {
-        if id.is_empty() {
-            return Err(DurableError::Config("an item id must not be empty".into()));
-        }
+        check_id(id)?;
         let (delay, at) = when_args(when);
         let if_absent = mode == PutMode::IfAbsent;
         let row = tx

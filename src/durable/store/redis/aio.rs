@@ -24,12 +24,13 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, FromRedisValue, RedisError, Value};
 
 use super::backend::RedisBackend;
-use super::client::{arg, detail, is_transient, refused_to_connect, RedisOptions};
+use super::client::{arg, detail, is_transient, no_reply, refused_to_connect, RedisOptions};
 use super::{dead, reply, scripts};
 use crate::base::sync::Mutex;
 use crate::durable::store::backend::{
     ceil_ms, Buried, Cancelled, Counts, DurableError, Put, PutMode, Stored, When, MAX_MS,
 };
+use crate::durable::store::error::ErrorDetail;
 
 /// A script as the async client sends it: `EVALSHA`, loading it on
 /// `NOSCRIPT`.
@@ -186,10 +187,11 @@ impl RedisAio {
                         Ok(Err(err)) if !is_transient(&err) => {
                             return Err(DurableError::Refused(detail(err)))
                         }
-                        Ok(Err(err)) => DurableError::Unavailable(detail(err)),
-                        Err(_) => DurableError::Unavailable(
-                            format!("no reply within {op_timeout:?}").into(),
+                        Ok(Err(err)) if err.is_timeout() => DurableError::Unavailable(
+                            ErrorDetail::with_source(no_reply(op_timeout), err),
                         ),
+                        Ok(Err(err)) => DurableError::Unavailable(detail(err)),
+                        Err(_) => DurableError::Unavailable(no_reply(op_timeout).into()),
                     }
                 }
                 Ok(Err(err)) if refused_to_connect(&err) => {
@@ -200,7 +202,11 @@ impl RedisAio {
                 }
                 Ok(Err(err)) => DurableError::Unavailable(detail(err)),
                 Err(_) => DurableError::Unavailable(
-                    format!("could not connect within {op_timeout:?}").into(),
+                    format!(
+                        "could not connect to Redis within {} ms",
+                        op_timeout.as_millis()
+                    )
+                    .into(),
                 ),
             };
             // The connection may be broken: the next attempt makes a new one.

@@ -119,13 +119,9 @@ impl RedisBackend {
     /// ```
     pub fn connect_with(url: &str, name: &str, opts: RedisOptions) -> Result<Self, DurableError> {
         let redis = RedisClient::open(url, name, opts)?;
-        let warnings = redis.check_server().map_err(|e| match e {
-            // A TLS-only server drops a plain connection without a word.
-            DurableError::Unavailable(detail) if !redis.tls => DurableError::Unavailable(
-                detail.append(" (if the server accepts TLS only, connect with a rediss:// URL)"),
-            ),
-            e => e,
-        })?;
+        // A TLS-only server drops a plain connection without a word: the
+        // client's errors say so (`RedisClient::transport_error`).
+        let warnings = redis.check_server()?;
         let timer_slack = redis.read_timer_slack();
         Ok(RedisBackend {
             redis,

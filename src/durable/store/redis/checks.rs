@@ -89,8 +89,25 @@ impl RedisClient {
                 other.unwrap_or(UNREAD)
             )),
         }
-        if setting("appendfsync").as_deref() == Some("no") {
-            problems.push("appendfsync is no: the OS decides when puts reach the disk".into());
+        // Without an AOF the fsync policy does not matter: "appendonly is
+        // no" says it all. `everysec` passes, strict included: it can lose
+        // up to ~2 s of acknowledged puts (a slow fsync postpones the AOF
+        // write while Redis keeps answering, so even a kill of the server
+        // loses them; docs/durable.md, rule 4), a bounded window the
+        // operator chose; `always` loses none.
+        if appendonly.as_deref() != Some("no") {
+            match setting("appendfsync").as_deref() {
+                Some("no") => problems.push(
+                    "appendfsync is no: the OS decides when the AOF reaches the disk, so a crash \
+                     of the machine can lose acknowledged puts of the last ~30 s; use always (or \
+                     everysec: up to ~2 s)"
+                        .into(),
+                ),
+                Some(_) => {}
+                None => problems.push(
+                    "appendfsync is unknown (CONFIG GET did not answer; check it by hand)".into(),
+                ),
+            }
         }
         match policy.as_deref() {
             Some("noeviction") => {}

@@ -12,6 +12,11 @@
 //! - A connection goes back to the pool only after a complete reply
 //!   (success or a server error); after a transport error it is dropped,
 //!   since it may be half-way through a reply.
+//! - A transport error says what happened (`transport_error`): a timeout
+//!   names the timeout that ran out ("no reply from Redis within N ms"),
+//!   never the socket's `EAGAIN` text; the `rediss://` hint is added only
+//!   where a TLS-only server is a possible cause: a plain connection that
+//!   the server reset or closed before its first reply.
 
 use std::time::{Duration, Instant};
 
@@ -34,7 +39,10 @@ const GRACE: Duration = Duration::from_millis(250);
 /// - [`strict`](ServerOptions::strict) refuses a server with no AOF, an
 ///   evicting `maxmemory-policy`, or `appendfsync no`, or one where these
 ///   or the server's version cannot be read (an ACL user without
-///   `+info`/`+config|get`);
+///   `+info`/`+config|get`). `appendfsync everysec` passes: it can lose up
+///   to about 2 s of acknowledged puts, even on a kill of `redis-server`
+///   while a slow fsync holds back the AOF write; `always` loses none
+///   (`docs/durable.md`, "The rules", 4);
 /// - [`require_tls`](ServerOptions::require_tls) refuses a URL that is not
 ///   `rediss://`; a [`ca_pem`](ServerOptions::ca_pem) needs feature
 ///   `redis-tls` and a `rediss://` URL.
@@ -207,8 +215,15 @@ impl RedisClient {
         // read finds op_timeout spent, while the server answered long ago.
         // The retry (a settle answers from its receipt) costs at most GRACE.
         let mut grace = idempotent;
+        // Whether an attempt saw a new plain connection dropped before its
+        // first reply: the rediss:// hint, kept when a later attempt
+        // fails otherwise (a timeout of the last, short one).
+        let mut tls_hint = false;
         loop {
             let pooled = self.idle.lock().pop();
+            // A new connection's first reply is its "handshake": a
+            // TLS-only server drops a plain one there.
+            let fresh = pooled.is_none();
             // One attempt never outlasts what is left of op_timeout.
             let left = match limit.checked_duration_since(Instant::now()) {
                 Some(left) if !left.is_zero() => left,
@@ -238,18 +253,22 @@ impl RedisClient {
                     // Dropped: it may be half-way through a reply.
                     Err(err) => err,
                 },
-                Err(err) if refused_to_connect(&err) => return Err(refused(err)),
-                Err(err) if !is_transient(&err) => {
-                    return Err(DurableError::Unavailable(detail(err)))
+                Err(err) if refused_to_connect(&err) => {
+                    return Err(refused(err))
                 }
                 Err(err) => err,
             };
-            if !idempotent {
-                return Err(DurableError::Unavailable(detail(err)));
+            tls_hint |= fresh && self.dropped_before_reply(&err);
+            let unavailable = |err| {
+                let timeout = self.opts.server.op_timeout;
+                DurableError::Unavailable(self.transport_error(err, timeout, tls_hint))
+            };
+            if !idempotent || !is_transient(&err) {
+                return Err(unavailable(err));
             }
             if Instant::now() + backoff >= limit {
                 if !std::mem::take(&mut grace) {
-                    return Err(DurableError::Unavailable(detail(err)));
+                    return Err(unavailable(err));
                 }
                 continue;
             }
@@ -407,8 +426,50 @@ pub(super) fn bad_reply(v: &Value) -> DurableError {
     DurableError::Format(format!("unexpected reply from a queue script: {v:?}").into())
 }
 
+/// What a call says when `timeout` ran out before Redis answered (not the
+/// socket's `EAGAIN` text, which reads like a server error).
+pub(super) fn no_reply(timeout: Duration) -> String {
+    format!("no reply from Redis within {} ms", timeout.as_millis())
+}
+
 /// The detail of a client or server error: its text, and the error itself
 /// as the source.
 pub(super) fn detail(err: RedisError) -> ErrorDetail {
     ErrorDetail::with_source(err.to_string(), err)
+}
+
+impl RedisClient {
+    /// The detail of a transport error (the error kept as the source): a
+    /// timeout says which (`timeout` is the one that ran out: `op_timeout`
+    /// for a command, the block plus its margin for `BZPOPMIN`), and
+    /// `tls_hint` (see [`dropped_before_reply`](Self::dropped_before_reply))
+    /// adds the `rediss://` hint.
+    pub(super) fn transport_error(
+        &self,
+        err: RedisError,
+        timeout: Duration,
+        tls_hint: bool,
+    ) -> ErrorDetail {
+        let text = if err.is_timeout() {
+            no_reply(timeout)
+        } else {
+            err.to_string()
+        };
+        let hint = if tls_hint {
+            " (if the server accepts TLS only, connect with a rediss:// URL)"
+        } else {
+            ""
+        };
+        ErrorDetail::with_source(format!("{text}{hint}"), err)
+    }
+
+    /// A plain connection that the server reset or closed: on a new
+    /// connection, before its first reply, that is what a TLS-only server
+    /// does. Not a refused connection: a TLS-only server accepts them.
+    pub(super) fn dropped_before_reply(&self, err: &RedisError) -> bool {
+        !self.tls
+            && err.is_io_error()
+            && !err.is_connection_refusal()
+            && err.is_connection_dropped()
+    }
 }

@@ -92,14 +92,16 @@ impl Wake {
         block -= self.timer_slack;
         let mut slot = self.blocking.lock();
         if slot.is_none() {
-            let conn = client.connect_one().map_err(unavailable)?;
+            let conn = client
+                .connect_one()
+                .map_err(|e| unavailable(client, e, client.opts.server.connect_timeout, true))?;
             *slot = Some(conn);
             let id: i64 = redis::cmd("CLIENT")
                 .arg("ID")
                 .query(slot.as_mut().expect("just set"))
                 .map_err(|e| {
                     *slot = None;
-                    unavailable(e)
+                    unavailable(client, e, client.opts.server.op_timeout, true)
                 })?;
             self.blocking_id.store(id, Ordering::SeqCst);
         }
@@ -128,7 +130,7 @@ impl Wake {
             Err(e) if e.code() == Some("UNBLOCKED") => Ok(false),
             Err(e) => {
                 *slot = None;
-                Err(unavailable(e))
+                Err(unavailable(client, e, block + margin, false))
             }
         }
     }
@@ -154,7 +156,15 @@ impl Wake {
     }
 }
 
-/// A connection error of the blocking connection, kept as the source.
-fn unavailable(err: redis::RedisError) -> DurableError {
-    DurableError::Unavailable(ErrorDetail::with_source(err.to_string(), err))
+/// A connection error of the blocking connection, kept as the source;
+/// `timeout` is the one that applied, `fresh` whether the connection was
+/// new (see `RedisClient::transport_error`).
+fn unavailable(
+    client: &RedisClient,
+    err: redis::RedisError,
+    timeout: Duration,
+    fresh: bool,
+) -> DurableError {
+    let tls_hint = fresh && client.dropped_before_reply(&err);
+    DurableError::Unavailable(client.transport_error(err, timeout, tls_hint))
 }
