@@ -253,9 +253,7 @@ impl RedisClient {
                     // Dropped: it may be half-way through a reply.
                     Err(err) => err,
                 },
-                Err(err) if refused_to_connect(&err) => {
-                    return Err(refused(err))
-                }
+                Err(err) if refused_to_connect(&err) => return Err(refused(err)),
                 Err(err) => err,
             };
             tls_hint |= fresh && self.dropped_before_reply(&err);
