@@ -2,7 +2,8 @@
 //! claims an item of an async kind starts its future on the pool's tokio
 //! runtime and goes back to claiming; the pool's settler thread settles
 //! each run once its future is done (an impl block of `shared.rs`'s
-//! `Inner`).
+//! `Inner`; the types it uses live in `shared.rs` beside `Inner`, which
+//! holds them).
 //!
 //! Invariants:
 //!
@@ -29,98 +30,15 @@
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::base::error::{panic_message, quietly};
-use crate::durable::take::delivery::Delivery;
 
 use super::async_job::AsyncJob;
-use super::job::{HandlerError, JobInfo};
-use super::runner::After;
-use super::shared::Inner;
-
-/// A handler's future, boxed.
-pub(super) type BoxRun = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send>>;
-
-/// Makes a run's future from the payload's bytes (the decode error, if
-/// any, is the run's failure).
-pub(super) type MakeRun =
-    Box<dyn Fn(&[u8], AsyncJob) -> Result<BoxRun, HandlerError> + Send + Sync>;
-
-/// An async kind's handler and its concurrency limit.
-pub(super) struct AsyncHandler {
-    pub(super) make: MakeRun,
-    pub(super) limit: usize,
-}
-
-/// The pool's async side: the runtime its futures run on, and the
-/// settler's channel.
-pub(super) struct Aio {
-    pub(super) runtime: tokio::runtime::Handle,
-    tx: Sender<Msg>,
-}
-
-impl Aio {
-    /// The runtime, and the receiving end for the settler thread.
-    pub(super) fn new(runtime: tokio::runtime::Handle) -> (Self, Receiver<Msg>) {
-        let (tx, rx) = std::sync::mpsc::channel();
-        (Aio { runtime, tx }, rx)
-    }
-
-    /// Wakes the settler to look whether it may exit.
-    pub(super) fn check(&self) {
-        let _ = self.tx.send(Msg::Check);
-    }
-}
-
-/// What the settler thread receives.
-pub(super) enum Msg {
-    Done(Box<Done>),
-    /// Look whether the pool is done.
-    Check,
-}
-
-/// A finished run, to settle.
-pub(super) struct Done {
-    run: AsyncRun,
-    outcome: Result<(), String>,
-    /// Given back after the settle.
-    slot: Slot,
-}
-
-/// A claimed item of an async kind, about to run.
-pub(super) struct AsyncRun {
-    pub(super) delivery: Delivery<()>,
-    pub(super) info: JobInfo,
-    pub(super) after: After,
-    pub(super) span: tracing::Span,
-}
-
-/// One of a kind's slots, taken: given back (and the waiters woken) on drop.
-struct Slot {
-    inner: Arc<Inner>,
-    kind: String,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut s = self.inner.state.lock();
-        if let Some(n) = s.async_by_kind.get_mut(&self.kind) {
-            *n -= 1;
-        }
-        s.async_busy -= 1;
-        let last = s.shutdown && s.async_busy == 0;
-        drop(s);
-        self.inner.cv.notify_all();
-        if last {
-            if let Some(aio) = &self.inner.aio {
-                aio.check();
-            }
-        }
-    }
-}
+use super::job::HandlerError;
+use super::shared::{AsyncHandler, AsyncRun, BoxRun, Done, Inner, Msg, Slot};
 
 /// A future whose panic is its output's `Err` (the panic's message).
 struct CatchUnwind(BoxRun);

@@ -9,10 +9,10 @@ use crate::durable::store::envelope::{self, Payload};
 use crate::durable::store::error::DurableError;
 
 use super::async_job::AsyncJob;
-use super::async_runner::{Aio, AsyncHandler, BoxRun, Msg};
 use super::builder::DurablePoolBuilder;
 use super::job::HandlerError;
 use super::shared::Handler;
+use super::shared::{Aio, AsyncHandler, BoxRun, Msg};
 
 /// How many futures of one async kind run at once unless
 /// [`DurablePoolBuilder::async_concurrency`] says otherwise.

@@ -11,7 +11,9 @@
 //!    stored definition); `calendar_fire` (a claimed calendar schedule:
 //!    run it, defer it, or persist a misfire decision);
 //! 3. `shared`: the state every part of the pool shares (`Inner`: the store,
-//!    the taker, the acker, the handlers, the counters);
+//!    the taker, the acker, the handlers, the counters), how a run settles
+//!    (`After`), and with feature `tokio` the async side's types that
+//!    `Inner` holds (the runtime, the settler's channel, a kind's slots);
 //! 4. `runner`: the workers and the acker thread, and how a run's outcome
 //!    settles its item;
 //! 5. `durable_pool`: [`DurablePool`], the public face; `metrics` (feature
@@ -22,7 +24,7 @@
 //!
 //! With feature `tokio`: `async_job` ([`AsyncJob`](crate::durable::AsyncJob),
 //! beside `job`), `async_runner` (async handlers' futures on a runtime and
-//! their settler thread, beside `runner`), and `builder_async`
+//! their settler thread, beside `runner`, which dispatches to it), and `builder_async`
 //! (`handler_async`, beside `builder`).
 
 #[cfg(feature = "tokio")]

@@ -32,7 +32,6 @@ use std::time::{Duration, Instant};
 
 use crate::base::error::quietly;
 
-use crate::durable::store::backend::Repeat;
 use crate::durable::store::envelope;
 use crate::durable::store::error::DurableError;
 use crate::durable::take::acker::Outcome;
@@ -40,10 +39,10 @@ use crate::durable::take::delivery::Delivery;
 use crate::durable::take::settle::Verb;
 use crate::durable::take::taker::Taken;
 
-use super::calendar_def::{self, Entry};
+use super::calendar_def;
 use super::calendar_fire::{self, Decided, Fire, Plan};
 use super::job::JobInfo;
-use super::shared::{Handler, Inner};
+use super::shared::{After, Handler, Inner};
 
 /// How long the items a claim takes ahead should last the workers: short
 /// against the 50 ms a new item may wait, long against a claim's round trip.
@@ -57,16 +56,6 @@ const UNWOUND_TAKE_PAUSE: Duration = Duration::from_millis(50);
 /// The most items a claim takes ahead (the backends lease at most 100 a
 /// claim anyway).
 const MAX_PREFETCH: usize = 100;
-
-/// How an item settles after its handler returned `Ok`.
-pub(super) enum After {
-    /// A one-shot: ack.
-    Ack,
-    /// A durable chain: ack and put back at the next occurrence.
-    Repeat(Repeat),
-    /// A calendar schedule: ack and put back at the rule's next fire.
-    NextFire(Arc<Entry>),
-}
 
 impl Inner {
     /// A worker thread's body.
@@ -194,7 +183,7 @@ impl Inner {
             Handler::Sync(handler) => handler,
             #[cfg(feature = "tokio")]
             Handler::Async(handler) => {
-                let run = super::async_runner::AsyncRun {
+                let run = super::shared::AsyncRun {
                     delivery,
                     info,
                     after,
