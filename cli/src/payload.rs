@@ -66,7 +66,10 @@ pub fn show(bytes: &[u8], cap: usize) -> Shown {
             Ok(text) if !text.chars().any(|c| c.is_control() && !c.is_whitespace()) => {
                 (Encoding::Text, text.to_string())
             }
-            _ => (Encoding::Bytes, hex_dump(&bytes[..bytes.len().min(cap / 3 + 1)])),
+            _ => (
+                Encoding::Bytes,
+                hex_dump(&bytes[..bytes.len().min(cap / 3 + 1)]),
+            ),
         },
     };
     let as_u64 = match (encoding, <[u8; 8]>::try_from(bytes)) {

@@ -47,16 +47,29 @@ fn status_counts_by_kind_and_state() {
     let dir = TempDir::new("status");
     let url = sqlite_store(&dir);
     let s = json(&["status", &url]);
-    assert_eq!((s["pending"].as_u64(), s["dead"].as_u64()), (Some(6), Some(3)));
+    assert_eq!(
+        (s["pending"].as_u64(), s["dead"].as_u64()),
+        (Some(6), Some(3))
+    );
     let kinds: Vec<(String, u64, u64)> = s["kinds"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|k| (k["kind"].as_str().unwrap().to_string(), k["pending"].as_u64().unwrap(), k["dead"].as_u64().unwrap()))
+        .map(|k| {
+            (
+                k["kind"].as_str().unwrap().to_string(),
+                k["pending"].as_u64().unwrap(),
+                k["dead"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         kinds,
-        [("charge".into(), 0, 3), ("close-order".into(), 5, 0), ("mail".into(), 1, 0)]
+        [
+            ("charge".into(), 0, 3),
+            ("close-order".into(), 5, 0),
+            ("mail".into(), 1, 0)
+        ]
     );
     let table = ok(&["--queue", QUEUE, "status", &url]);
     assert!(table.contains("pending 6, in flight 0, dead 3"), "{table}");
@@ -69,18 +82,35 @@ fn ls_filters_and_pages_with_a_cursor() {
     let url = sqlite_store(&dir);
     let first = json(&["ls", &url, "--kind", "close-order", "--limit", "2"]);
     let ids = |page: &serde_json::Value| -> Vec<String> {
-        page["items"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap().to_string()).collect()
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["id"].as_str().unwrap().to_string())
+            .collect()
     };
     assert_eq!(ids(&first).len(), 2);
     let mut seen = ids(&first);
     let mut cursor = first["next_cursor"].as_str().map(str::to_string);
     while let Some(c) = cursor {
-        let page = json(&["ls", &url, "--kind", "close-order", "--limit", "2", "--cursor", &c]);
+        let page = json(&[
+            "ls",
+            &url,
+            "--kind",
+            "close-order",
+            "--limit",
+            "2",
+            "--cursor",
+            &c,
+        ]);
         seen.extend(ids(&page));
         cursor = page["next_cursor"].as_str().map(str::to_string);
     }
     seen.sort();
-    assert_eq!(seen, ["order-1", "order-2", "order-3", "order-4", "order-5"]);
+    assert_eq!(
+        seen,
+        ["order-1", "order-2", "order-3", "order-4", "order-5"]
+    );
     let dead = json(&["ls", &url, "--state", "dead", "--prefix", "charge-2"]);
     assert_eq!(ids(&dead), ["charge-2"]);
     let none = json(&["ls", &url, "--until", "-1h"]);
@@ -93,7 +123,10 @@ fn show_decodes_the_payload_and_dead_shows_the_error() {
     let url = sqlite_store(&dir);
     let item = json(&["show", &url, SCRIPT_ID]);
     assert_eq!(item["payload"]["encoding"], "json");
-    assert!(item["payload"]["text"].as_str().unwrap().contains("<script>alert('payload')"));
+    assert!(item["payload"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("<script>alert('payload')"));
     let number = json(&["show", &url, "order-3"]);
     assert_eq!(number["payload"]["as_u64"], 3);
     let dead = json(&["show", &url, "charge-1"]);
@@ -101,7 +134,10 @@ fn show_decodes_the_payload_and_dead_shows_the_error() {
     assert_eq!(dead["last_error"], "card declined <b>");
     assert_eq!(dead["attempts"], 1);
     let table = ok(&["--queue", QUEUE, "dead", &url]);
-    assert!(table.contains("card declined <b>") && table.contains("charge-3"), "{table}");
+    assert!(
+        table.contains("card declined <b>") && table.contains("charge-3"),
+        "{table}"
+    );
 }
 
 #[test]
@@ -114,14 +150,24 @@ fn requeue_one_then_bulk_with_a_dry_run_and_the_audit_trail() {
     let (c, err) = code(&["--queue", QUEUE, "requeue", &url, "charge-1"]);
     assert_eq!(c, 3, "{err}");
     let dry = json(&["requeue", &url, "--all", "--dry-run"]);
-    assert_eq!((dry["matched"].as_u64(), dry["changed"].as_u64()), (Some(2), Some(0)));
-    assert_eq!(json(&["status", &url])["dead"], 2, "a dry run changes nothing");
+    assert_eq!(
+        (dry["matched"].as_u64(), dry["changed"].as_u64()),
+        (Some(2), Some(0))
+    );
+    assert_eq!(
+        json(&["status", &url])["dead"],
+        2,
+        "a dry run changes nothing"
+    );
     // Not at a terminal, a bulk change needs --yes.
     let (c, err) = code(&["--queue", QUEUE, "purge", &url, "--all"]);
     assert_eq!(c, 5, "{err}");
     assert!(err.contains("--yes"), "{err}");
     let done = json(&["purge", &url, "--kind", "charge", "--max", "1", "--yes"]);
-    assert_eq!((done["matched"].as_u64(), done["changed"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (done["matched"].as_u64(), done["changed"].as_u64()),
+        (Some(1), Some(1))
+    );
     assert_eq!(json(&["status", &url])["dead"], 1);
     let audit = json(&["audit", &url]);
     let rows = audit.as_array().unwrap();
@@ -144,7 +190,10 @@ fn cancel_pause_resume() {
     assert_eq!(s["paused"][0]["kind"], "close-order");
     assert_eq!(s["paused"][0]["by"], "tester");
     assert_eq!(json(&["resume", &url, "close-order"])["changed"], true);
-    assert_eq!(json(&["status", &url])["paused"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        json(&["status", &url])["paused"].as_array().unwrap().len(),
+        0
+    );
 }
 
 #[test]
@@ -166,9 +215,23 @@ fn exit_codes_say_what_went_wrong() {
     let (c, err) = code(&["--queue", QUEUE, "status", &missing]);
     assert_eq!(c, 4, "{err}");
     assert!(err.contains("never creates"), "{err}");
-    assert!(!dir.path().join("missing.db").exists(), "the tool created a store");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let (c, err) = code(&["--queue", QUEUE, "--timeout", "1s", "status", &format!("redis://127.0.0.1:{port}/0")]);
+    assert!(
+        !dir.path().join("missing.db").exists(),
+        "the tool created a store"
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (c, err) = code(&[
+        "--queue",
+        QUEUE,
+        "--timeout",
+        "1s",
+        "status",
+        &format!("redis://127.0.0.1:{port}/0"),
+    ]);
     assert_eq!(c, 4, "{err}");
     // --json errors are one JSON document too.
     let out = schedpool(&["--json", "--queue", QUEUE, "show", &url, "nope"]);

@@ -26,7 +26,10 @@ fn encode(s: &str) -> String {
 
 fn login(c: &mut Client) {
     let page = c.get("/login");
-    let r = c.post("/login", &[("csrf", &page.csrf()), ("token", TOKEN), ("name", "ada")]);
+    let r = c.post(
+        "/login",
+        &[("csrf", &page.csrf()), ("token", TOKEN), ("name", "ada")],
+    );
     assert_eq!(r.status, 303, "{}", r.body);
 }
 
@@ -37,12 +40,22 @@ fn overview_shows_counts_and_safe_headers() {
     let mut c = Client::new(&served);
     let r = c.get("/");
     assert_eq!(r.status, 200, "{}", r.body);
-    assert!(r.body.contains(r#"<b id="count-pending">6</b>"#), "{}", r.body);
+    assert!(
+        r.body.contains(r#"<b id="count-pending">6</b>"#),
+        "{}",
+        r.body
+    );
     assert!(r.body.contains(r#"<b id="count-dead">3</b>"#), "{}", r.body);
     let csp = r.header("content-security-policy").expect("a CSP");
-    assert!(csp.contains("default-src 'none'") && !csp.contains("script-src"), "{csp}");
+    assert!(
+        csp.contains("default-src 'none'") && !csp.contains("script-src"),
+        "{csp}"
+    );
     let cookie = r.header("set-cookie").expect("a session cookie");
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     assert!(!r.body.contains("<script"), "no script on any page");
     let css = c.get("/assets/console.css");
     assert_eq!(css.status, 200);
@@ -57,13 +70,27 @@ fn ids_and_payloads_are_escaped() {
     let item = c.get(&format!("/item?id={}", encode(SCRIPT_ID)));
     assert_eq!(item.status, 200, "{}", item.body);
     assert!(!item.body.contains("<script"), "{}", item.body);
-    assert!(item.body.contains("&lt;script&gt;alert('id')&lt;/script&gt;"), "{}", item.body);
-    assert!(item.body.contains("&lt;script&gt;alert('payload')&lt;/script&gt;"), "{}", item.body);
+    assert!(
+        item.body
+            .contains("&lt;script&gt;alert('id')&lt;/script&gt;"),
+        "{}",
+        item.body
+    );
+    assert!(
+        item.body
+            .contains("&lt;script&gt;alert('payload')&lt;/script&gt;"),
+        "{}",
+        item.body
+    );
     let list = c.get("/items?state=pending&kind=mail");
     assert!(!list.body.contains("<script"), "{}", list.body);
     assert!(list.body.contains("&lt;script&gt;"), "{}", list.body);
     let dead = c.get("/item?id=charge-1");
-    assert!(dead.body.contains("card declined &lt;b&gt;"), "{}", dead.body);
+    assert!(
+        dead.body.contains("card declined &lt;b&gt;"),
+        "{}",
+        dead.body
+    );
     // A kind or id made of markup in a query comes back escaped too.
     let q = c.get(&format!("/items?kind={}", encode("<img src=x>")));
     assert!(!q.body.contains("<img"), "{}", q.body);
@@ -79,31 +106,71 @@ fn a_change_needs_the_csrf_token_and_the_login() {
     let r = c.post("/apply", &[("action", "requeue"), ("id", "charge-1")]);
     assert_eq!(r.status, 403, "{}", r.body);
     assert!(r.body.contains("CSRF"), "{}", r.body);
-    let r = c.post("/apply", &[("csrf", &"0".repeat(64)), ("action", "requeue"), ("id", "charge-1")]);
+    let r = c.post(
+        "/apply",
+        &[
+            ("csrf", &"0".repeat(64)),
+            ("action", "requeue"),
+            ("id", "charge-1"),
+        ],
+    );
     assert_eq!(r.status, 403);
     // The right CSRF token, but no login: refused, nothing changed.
-    let r = c.post("/apply", &[("csrf", &page.csrf()), ("action", "requeue"), ("id", "charge-1")]);
+    let r = c.post(
+        "/apply",
+        &[
+            ("csrf", &page.csrf()),
+            ("action", "requeue"),
+            ("id", "charge-1"),
+        ],
+    );
     assert_eq!(r.status, 401, "{}", r.body);
     assert!(r.body.contains("token"), "{}", r.body);
-    assert_eq!(store.item("charge-1").unwrap().item.state, schedpool_cli::State::Dead);
+    assert_eq!(
+        store.item("charge-1").unwrap().item.state,
+        schedpool_cli::State::Dead
+    );
     // A wrong token does not log in.
-    let r = c.post("/login", &[("csrf", &page.csrf()), ("token", "wrong"), ("name", "eve")]);
+    let r = c.post(
+        "/login",
+        &[("csrf", &page.csrf()), ("token", "wrong"), ("name", "eve")],
+    );
     assert_eq!(r.status, 401);
     let before = c.cookie.clone();
     login(&mut c);
     assert_ne!(c.cookie, before, "a new session id after login");
     let page = c.get("/dead");
-    let r = c.post("/apply", &[("csrf", &page.csrf()), ("action", "requeue"), ("id", "charge-1")]);
+    let r = c.post(
+        "/apply",
+        &[
+            ("csrf", &page.csrf()),
+            ("action", "requeue"),
+            ("id", "charge-1"),
+        ],
+    );
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("Requeued 1 dead letter."), "{}", r.body);
-    assert_eq!(store.item("charge-1").unwrap().item.state, schedpool_cli::State::Pending);
+    assert_eq!(
+        store.item("charge-1").unwrap().item.state,
+        schedpool_cli::State::Pending
+    );
     let audit = store.audit(10).unwrap();
-    assert_eq!((audit[0].action.as_str(), audit[0].by.as_str()), ("requeue", "ada"));
+    assert_eq!(
+        (audit[0].action.as_str(), audit[0].by.as_str()),
+        ("requeue", "ada")
+    );
     // The session from before the login is not logged in.
     let mut old = Client::new(&served);
     old.cookie = before;
     let page = old.get("/dead");
-    let r = old.post("/apply", &[("csrf", &page.csrf()), ("action", "purge"), ("id", "charge-2")]);
+    let r = old.post(
+        "/apply",
+        &[
+            ("csrf", &page.csrf()),
+            ("action", "purge"),
+            ("id", "charge-2"),
+        ],
+    );
     assert_eq!(r.status, 401, "{}", r.body);
     drop(backend);
 }
@@ -116,11 +183,37 @@ fn bulk_changes_are_confirmed_with_a_count_first() {
     login(&mut c);
     let page = c.get("/dead");
     let csrf = page.csrf();
-    let confirm = c.post("/confirm", &[("csrf", &csrf), ("action", "purge"), ("scope", "filter"), ("kind", "charge"), ("max", "2")]);
+    let confirm = c.post(
+        "/confirm",
+        &[
+            ("csrf", &csrf),
+            ("action", "purge"),
+            ("scope", "filter"),
+            ("kind", "charge"),
+            ("max", "2"),
+        ],
+    );
     assert_eq!(confirm.status, 200, "{}", confirm.body);
-    assert!(confirm.body.contains(r#"<b id="confirm-count">2</b>"#), "{}", confirm.body);
-    assert_eq!(store.overview().unwrap().dead, 3, "a confirmation changes nothing");
-    let r = c.post("/apply", &[("csrf", &csrf), ("action", "purge"), ("scope", "filter"), ("kind", "charge"), ("max", "2")]);
+    assert!(
+        confirm.body.contains(r#"<b id="confirm-count">2</b>"#),
+        "{}",
+        confirm.body
+    );
+    assert_eq!(
+        store.overview().unwrap().dead,
+        3,
+        "a confirmation changes nothing"
+    );
+    let r = c.post(
+        "/apply",
+        &[
+            ("csrf", &csrf),
+            ("action", "purge"),
+            ("scope", "filter"),
+            ("kind", "charge"),
+            ("max", "2"),
+        ],
+    );
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("Purged 2 of 2"), "{}", r.body);
     assert_eq!(store.overview().unwrap().dead, 1);
@@ -137,7 +230,12 @@ fn foreign_origins_and_hosts_are_refused() {
     let page = c.get("/dead");
     assert_eq!(page.status, 200);
     let body = format!("csrf={}&token={TOKEN}&name=x", page.csrf());
-    let r = c.send("POST", "/login", Some(body), &[("Origin", "http://evil.example")]);
+    let r = c.send(
+        "POST",
+        "/login",
+        Some(body),
+        &[("Origin", "http://evil.example")],
+    );
     assert_eq!(r.status, 403, "{}", r.body);
     let mut rebound = Client::new(&served);
     rebound.host = format!("evil.example:{}", served.addr.port());
@@ -152,7 +250,10 @@ fn reads_need_the_token_when_configured() {
     let r = c.get("/");
     assert_eq!(r.status, 303);
     assert_eq!(r.header("location"), Some("/login"));
-    assert_eq!(c.get(&format!("/item?id={}", encode(SCRIPT_ID))).status, 303);
+    assert_eq!(
+        c.get(&format!("/item?id={}", encode(SCRIPT_ID))).status,
+        303
+    );
     login(&mut c);
     let r = c.get("/");
     assert_eq!(r.status, 200, "{}", r.body);

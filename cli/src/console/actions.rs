@@ -36,7 +36,11 @@ fn checked(ctx: &Ctx, body: &Bytes) -> Result<Fields, Response> {
 }
 
 /// `POST /login`: the token and the operator's name.
-pub(crate) async fn login(State(console): State<Shared>, Extension(ctx): Extension<Ctx>, body: Bytes) -> Response {
+pub(crate) async fn login(
+    State(console): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+    body: Bytes,
+) -> Response {
     let fields = match checked(&ctx, &body) {
         Ok(f) => f,
         Err(r) => return r,
@@ -44,7 +48,11 @@ pub(crate) async fn login(State(console): State<Shared>, Extension(ctx): Extensi
     let token = fields.get("token").unwrap_or("");
     if !same(token, &console.config.token) {
         let form = login_form(&console, &ctx, Some("That is not the console's token."));
-        return (StatusCode::UNAUTHORIZED, page(&console, &ctx, "Log in", form)).into_response();
+        return (
+            StatusCode::UNAUTHORIZED,
+            page(&console, &ctx, "Log in", form),
+        )
+            .into_response();
     }
     let name = fields.get("name").unwrap_or("console");
     let name: String = name.chars().filter(|c| !c.is_control()).take(64).collect();
@@ -57,7 +65,11 @@ pub(crate) async fn login(State(console): State<Shared>, Extension(ctx): Extensi
 }
 
 /// `POST /logout`.
-pub(crate) async fn logout(State(console): State<Shared>, Extension(ctx): Extension<Ctx>, body: Bytes) -> Response {
+pub(crate) async fn logout(
+    State(console): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+    body: Bytes,
+) -> Response {
     if let Err(r) = checked(&ctx, &body) {
         return r;
     }
@@ -96,13 +108,19 @@ fn plan_of(fields: &Fields, now_ms: u64) -> Result<Plan, Error> {
     // A row's own button: "requeue ID" or "purge ID".
     if let Some(one) = fields.get("one") {
         let (verb, id) = one.split_once(' ').unwrap_or((one, ""));
-        let action = bulk_action(verb).ok_or_else(|| Error::new(ErrorKind::Usage, "unknown action"))?;
+        let action =
+            bulk_action(verb).ok_or_else(|| Error::new(ErrorKind::Usage, "unknown action"))?;
         return Ok(Plan::Ids(action, vec![id.to_string()]));
     }
     let verb = need(fields, "action", "action")?;
     if let Some(action) = bulk_action(verb) {
         if fields.get("scope") == Some("filter") {
-            let time = |n: &str| fields.get(n).map(|t| crate::time::parse_when(t, now_ms)).transpose();
+            let time = |n: &str| {
+                fields
+                    .get(n)
+                    .map(|t| crate::time::parse_when(t, now_ms))
+                    .transpose()
+            };
             let filter = Filter {
                 state: Some(ItemState::Dead),
                 kind: fields.get("kind").map(str::to_string),
@@ -113,14 +131,20 @@ fn plan_of(fields: &Fields, now_ms: u64) -> Result<Plan, Error> {
             let max = match fields.get("max") {
                 None => 1000,
                 Some(m) => m.parse().map_err(|_| {
-                    Error::new(ErrorKind::Usage, format!("\"at most\" must be a number, found {m:?}"))
+                    Error::new(
+                        ErrorKind::Usage,
+                        format!("\"at most\" must be a number, found {m:?}"),
+                    )
                 })?,
             };
             return Ok(Plan::Matching(action, filter, max));
         }
         let ids: Vec<String> = fields.all("id").into_iter().map(str::to_string).collect();
         if ids.is_empty() {
-            return Err(Error::new(ErrorKind::Usage, "tick at least one dead letter first"));
+            return Err(Error::new(
+                ErrorKind::Usage,
+                "tick at least one dead letter first",
+            ));
         }
         return Ok(Plan::Ids(action, ids));
     }
@@ -128,8 +152,13 @@ fn plan_of(fields: &Fields, now_ms: u64) -> Result<Plan, Error> {
         "cancel" => Ok(Plan::Cancel(need(fields, "id", "item id")?.to_string())),
         "pause" => Ok(Plan::Pause(need(fields, "kind", "kind")?.to_string())),
         "resume" => Ok(Plan::Resume(need(fields, "kind", "kind")?.to_string())),
-        "fire" => Ok(Plan::Fire(need(fields, "name", "schedule name")?.to_string())),
-        other => Err(Error::new(ErrorKind::Usage, format!("unknown action {other:?}"))),
+        "fire" => Ok(Plan::Fire(
+            need(fields, "name", "schedule name")?.to_string(),
+        )),
+        other => Err(Error::new(
+            ErrorKind::Usage,
+            format!("unknown action {other:?}"),
+        )),
     }
 }
 
@@ -156,7 +185,11 @@ fn hidden(plan: &Plan) -> Markup {
 }
 
 /// `POST /confirm`: what the change would do, and the button that does it.
-pub(crate) async fn confirm(State(console): State<Shared>, Extension(ctx): Extension<Ctx>, body: Bytes) -> Response {
+pub(crate) async fn confirm(
+    State(console): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+    body: Bytes,
+) -> Response {
     let fields = match checked(&ctx, &body) {
         Ok(f) => f,
         Err(r) => return r,
@@ -165,7 +198,9 @@ pub(crate) async fn confirm(State(console): State<Shared>, Extension(ctx): Exten
         let plan = plan_of(&fields, s.overview()?.now_ms)?;
         // A bulk change is counted by a dry run: nothing changes here.
         let count = match &plan {
-            Plan::Matching(a, f, max) => Some(s.bulk(*a, f, *max, true, "console", &mut |_, _| {})?.matched),
+            Plan::Matching(a, f, max) => {
+                Some(s.bulk(*a, f, *max, true, "console", &mut |_| {})?.matched)
+            }
             _ => None,
         };
         Ok((plan, count))
@@ -184,13 +219,17 @@ pub(crate) async fn confirm(State(console): State<Shared>, Extension(ctx): Exten
             (verb_title(*a)) " " b #confirm-count { (count.unwrap_or(0)) } " dead letters matching "
             span.mono { (f.describe()) } " (at most " (max) "; counted just now: others may die or move before you confirm)."
         },
-        Plan::Cancel(id) => html! { "Cancel the item " span.mono { (id) } ": it is removed and never runs." },
+        Plan::Cancel(id) => {
+            html! { "Cancel the item " span.mono { (id) } ": it is removed and never runs." }
+        }
         Plan::Pause(k) => html! { "Pause the kind " span.mono { (k) } "." },
         Plan::Resume(k) => html! { "Resume the kind " span.mono { (k) } "." },
-        Plan::Fire(n) => html! { "Fire the schedule " span.mono { (n) } " now (its regular fires go on)." },
+        Plan::Fire(n) => {
+            html! { "Fire the schedule " span.mono { (n) } " now (its regular fires go on)." }
+        }
     };
     let body = html! {
-        p #confirm-what { (what) }
+        div #confirm-what { (what) }
         @if !ctx.authed {
             p.notice.bad { "This change needs the console's token: " a href=(console.config.path("/login")) { "log in" } " first, or it will be refused." }
         }
@@ -225,12 +264,22 @@ fn apply_plan(s: &Store, plan: Plan, by: &str) -> Result<(String, Vec<String>), 
                 };
                 match r {
                     Ok(()) => done.push(id),
-                    Err(e) if e.kind() == ErrorKind::NotFound => skipped.push(e.message().to_string()),
+                    Err(e) if e.kind() == ErrorKind::NotFound => {
+                        skipped.push(e.message().to_string())
+                    }
                     Err(e) => return Err(e),
                 }
             }
-            let verb = if a == BulkAction::Requeue { "Requeued" } else { "Purged" };
-            let mut msg = format!("{verb} {} dead letter{}.", done.len(), if done.len() == 1 { "" } else { "s" });
+            let verb = if a == BulkAction::Requeue {
+                "Requeued"
+            } else {
+                "Purged"
+            };
+            let mut msg = format!(
+                "{verb} {} dead letter{}.",
+                done.len(),
+                if done.len() == 1 { "" } else { "s" }
+            );
             if !skipped.is_empty() {
                 msg.push_str(&format!(" {} skipped.", skipped.len()));
             }
@@ -239,36 +288,58 @@ fn apply_plan(s: &Store, plan: Plan, by: &str) -> Result<(String, Vec<String>), 
             (msg, notes)
         }
         Plan::Matching(a, f, max) => {
-            let out = s.bulk(a, &f, max, false, by, &mut |_, _| {})?;
-            let verb = if a == BulkAction::Requeue { "Requeued" } else { "Purged" };
+            let out = s.bulk(a, &f, max, false, by, &mut |_| {})?;
+            let verb = if a == BulkAction::Requeue {
+                "Requeued"
+            } else {
+                "Purged"
+            };
             (
-                format!("{verb} {} of {} matching dead letters.", out.changed, out.matched),
+                format!(
+                    "{verb} {} of {} matching dead letters.",
+                    out.changed, out.matched
+                ),
                 Vec::new(),
             )
         }
         Plan::Cancel(id) => {
             let was = s.cancel(&id, by)?;
-            (format!("Cancelled {id} (it was {}).", was.name()), Vec::new())
+            (
+                format!("Cancelled {id} (it was {}).", was.name()),
+                Vec::new(),
+            )
         }
         Plan::Pause(k) => {
             let changed = s.pause(&k, by)?;
-            let msg = if changed { format!("Paused {k}: claims skip its items.") } else { format!("{k} was paused already.") };
+            let msg = if changed {
+                format!("Paused {k}: claims skip its items.")
+            } else {
+                format!("{k} was paused already.")
+            };
             (msg, Vec::new())
         }
         Plan::Resume(k) => {
             let changed = s.resume(&k, by)?;
-            let msg = if changed { format!("Resumed {k}.") } else { format!("{k} was not paused.") };
+            let msg = if changed {
+                format!("Resumed {k}.")
+            } else {
+                format!("{k} was not paused.")
+            };
             (msg, Vec::new())
         }
         Plan::Fire(n) => {
-            s.fire(&n, by)?;
-            (format!("Fired {n}: its run is due now."), Vec::new())
+            let run = s.fire(&n, by)?;
+            (format!("Fired {n}: its run {run} is due now."), Vec::new())
         }
     })
 }
 
 /// `POST /apply`: makes the change (logged-in sessions only).
-pub(crate) async fn apply(State(console): State<Shared>, Extension(ctx): Extension<Ctx>, body: Bytes) -> Response {
+pub(crate) async fn apply(
+    State(console): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+    body: Bytes,
+) -> Response {
     let fields = match checked(&ctx, &body) {
         Ok(f) => f,
         Err(r) => return r,
@@ -292,7 +363,13 @@ pub(crate) async fn apply(State(console): State<Shared>, Extension(ctx): Extensi
     }
 }
 
-fn done_page(console: &Console, ctx: &Ctx, msg: &str, notes: &[String], id: Option<&str>) -> Response {
+fn done_page(
+    console: &Console,
+    ctx: &Ctx,
+    msg: &str,
+    notes: &[String],
+    id: Option<&str>,
+) -> Response {
     let body = html! {
         p.notice.ok #result { (msg) }
         @if !notes.is_empty() { ul { @for n in notes { li.mono { (n) } } } }

@@ -21,8 +21,15 @@ const LEFT: f64 = 56.0;
 const BOTTOM: f64 = 22.0;
 const TOP: f64 = 8.0;
 
-/// A chart of `series`, its y axis labelled by `fmt`; `id` names it for tests.
-pub(crate) fn line_chart(id: &str, title: &str, series: &[Series<'_>], fmt: fn(f64) -> String) -> Markup {
+/// A chart of `series`, its y axis labelled by `fmt` and reaching at least
+/// `floor`; `id` names it for tests.
+pub(crate) fn line_chart(
+    id: &str,
+    title: &str,
+    series: &[Series<'_>],
+    floor: f64,
+    fmt: fn(f64) -> String,
+) -> Markup {
     let all = series.iter().flat_map(|s| s.points.iter());
     let (mut t0, mut t1, mut ymax) = (u64::MAX, 0u64, 0f64);
     for &(t, y) in all {
@@ -31,7 +38,7 @@ pub(crate) fn line_chart(id: &str, title: &str, series: &[Series<'_>], fmt: fn(f
         ymax = ymax.max(y);
     }
     let empty = t0 > t1;
-    let ymax = if ymax <= 0.0 { 1.0 } else { ymax * 1.1 };
+    let ymax = ymax.max(floor) * 1.1;
     let span = (t1.saturating_sub(t0)).max(1) as f64;
     let x = |t: u64| LEFT + (t.saturating_sub(t0)) as f64 / span * (W - LEFT - 8.0);
     let y = |v: f64| TOP + (1.0 - v / ymax) * (H - TOP - BOTTOM);
@@ -40,10 +47,10 @@ pub(crate) fn line_chart(id: &str, title: &str, series: &[Series<'_>], fmt: fn(f
             figcaption {
                 (title)
                 @for s in series {
-                    " " span.key { svg width="12" height="4" { rect width="12" height="4" fill=(s.color) {} } " " (s.label) }
+                    " " span.key { svg.swatch width="12" height="4" { rect width="12" height="4" fill=(s.color) {} } " " (s.label) }
                 }
             }
-            svg viewBox={ "0 0 " (W) " " (H) } role="img" aria-label=(title) {
+            svg.plot viewBox={ "0 0 " (W) " " (H) } role="img" aria-label=(title) {
                 line x1=(LEFT) y1=(TOP) x2=(LEFT) y2=(H - BOTTOM) stroke="#999" {}
                 line x1=(LEFT) y1=(H - BOTTOM) x2=(W - 8.0) y2=(H - BOTTOM) stroke="#999" {}
                 @for frac in [0.0, 0.5, 1.0] {
@@ -76,7 +83,7 @@ mod tests {
             color: "red",
             points: vec![(0, 1.0), (10, 3.0)],
         };
-        let svg = line_chart("c", "t<", &[s], |v| format!("{v:.0}")).into_string();
+        let svg = line_chart("c", "t<", &[s], 1.0, |v| format!("{v:.0}")).into_string();
         assert!(svg.contains("&lt;b&gt;") && !svg.contains("<b>"));
         assert!(svg.contains("t&lt;"));
         assert!(svg.contains("<polyline"));

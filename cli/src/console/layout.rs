@@ -53,7 +53,7 @@ pub(crate) fn page(console: &Console, ctx: &Ctx, title: &str, body: Markup) -> M
                         a href=(p("/schedules")) { "Schedules" }
                         a href=(p("/audit")) { "Audit" }
                     }
-                    span.who {
+                    span.who #who {
                         @if ctx.authed {
                             "token given · "
                             form.inline method="post" action=(p("/logout")) {

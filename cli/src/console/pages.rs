@@ -31,7 +31,12 @@ pub(crate) async fn run<T: Send + 'static>(
     let store = console.store.clone();
     tokio::task::spawn_blocking(move || f(&store))
         .await
-        .unwrap_or_else(|e| Err(Error::new(ErrorKind::Failed, format!("the store call failed: {e}"))))
+        .unwrap_or_else(|e| {
+            Err(Error::new(
+                ErrorKind::Failed,
+                format!("the store call failed: {e}"),
+            ))
+        })
 }
 
 /// An error's page, with the status its kind maps to.
@@ -51,6 +56,15 @@ fn ok(console: &Console, ctx: &Ctx, title: &str, body: Markup) -> Response {
     page(console, ctx, title, body).into_response()
 }
 
+/// `text` cut to `max` characters, with `…` when cut.
+fn short(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max - 1).collect::<String>())
+    }
+}
+
 /// A time cell: relative to now, the UTC time as its title.
 fn when(at_ms: u64, now_ms: u64) -> Markup {
     html! { span title=(utc(at_ms)) { (relative(at_ms, now_ms)) } }
@@ -62,23 +76,42 @@ pub(crate) fn item_link(console: &Console, id: &str) -> String {
 }
 
 /// `GET /`: totals, kinds with pause and resume, the charts.
-pub(crate) async fn overview(State(console): State<Shared>, Extension(ctx): Extension<Ctx>) -> Response {
+pub(crate) async fn overview(
+    State(console): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+) -> Response {
     let o = match run(&console, |s| s.overview()).await {
         Ok(o) => o,
         Err(e) => return error_page(&console, &ctx, &e),
     };
     let (samples, sample_error) = console.history.read();
     let counts = |f: fn(&super::sampler::Sample) -> usize| {
-        samples.iter().map(|s| (s.at_ms, f(s) as f64)).collect::<Vec<_>>()
+        samples
+            .iter()
+            .map(|s| (s.at_ms, f(s) as f64))
+            .collect::<Vec<_>>()
     };
     let count_chart = line_chart(
         "chart-counts",
         "Items by state",
         &[
-            Series { label: "pending", color: "#2456a6", points: counts(|s| s.pending) },
-            Series { label: "in flight", color: "#d9822b", points: counts(|s| s.in_flight) },
-            Series { label: "dead", color: "#b3261e", points: counts(|s| s.dead) },
+            Series {
+                label: "pending",
+                color: "#2456a6",
+                points: counts(|s| s.pending),
+            },
+            Series {
+                label: "in flight",
+                color: "#d9822b",
+                points: counts(|s| s.in_flight),
+            },
+            Series {
+                label: "dead",
+                color: "#b3261e",
+                points: counts(|s| s.dead),
+            },
         ],
+        4.0,
         |v| format!("{v:.0}"),
     );
     let lag_chart = line_chart(
@@ -89,6 +122,7 @@ pub(crate) async fn overview(State(console): State<Shared>, Extension(ctx): Exte
             color: "#6b3fa0",
             points: samples.iter().map(|s| (s.at_ms, s.lag_ms as f64)).collect(),
         }],
+        1000.0,
         |v| span(v as u64),
     );
     let p = |r: &str| console.config.path(r);
@@ -166,15 +200,24 @@ fn filter_of(q: &Fields, now_ms: u64) -> Result<Filter, Error> {
     let state = match q.get("state") {
         None => None,
         Some(s) => Some(ItemState::parse(s).ok_or_else(|| {
-            Error::new(ErrorKind::Usage, format!("no state {s:?}: pending, in-flight or dead"))
+            Error::new(
+                ErrorKind::Usage,
+                format!("no state {s:?}: pending, in-flight or dead"),
+            )
         })?),
     };
     Ok(Filter {
         state,
         kind: q.get("kind").map(str::to_string),
         id_prefix: q.get("prefix").map(str::to_string),
-        from_ms: q.get("from").map(|t| crate::time::parse_when(t, now_ms)).transpose()?,
-        until_ms: q.get("until").map(|t| crate::time::parse_when(t, now_ms)).transpose()?,
+        from_ms: q
+            .get("from")
+            .map(|t| crate::time::parse_when(t, now_ms))
+            .transpose()?,
+        until_ms: q
+            .get("until")
+            .map(|t| crate::time::parse_when(t, now_ms))
+            .transpose()?,
     })
 }
 
@@ -198,16 +241,24 @@ fn filter_form(console: &Console, route: &str, q: &Fields, states: bool) -> Mark
     }
 }
 
-fn items_table(console: &Console, items: &[Item], now_ms: u64, pick: Option<&Ctx>) -> Markup {
+/// A table of items; with `pick`, a dead-letter table: a tick box and
+/// requeue and purge buttons a row, and the rows' last errors from `errors`.
+fn items_table(
+    console: &Console,
+    items: &[Item],
+    now_ms: u64,
+    pick: Option<&Ctx>,
+    errors: &[Option<String>],
+) -> Markup {
     html! {
         table #items {
             thead { tr {
                 @if pick.is_some() { th {} }
                 th { "id" } th { "kind" } th { "state" } th { "time" } th { "deadline" } th.num { "attempts" }
-                @if pick.is_some() { th {} }
+                @if pick.is_some() { th { "last error" } th {} }
             } }
             tbody {
-                @for it in items {
+                @for (i, it) in items.iter().enumerate() {
                     tr data-id=(it.id) {
                         @if pick.is_some() { td { input type="checkbox" name="id" value=(it.id); } }
                         td.id { a href=(item_link(console, &it.id)) { (it.id) } }
@@ -217,6 +268,7 @@ fn items_table(console: &Console, items: &[Item], now_ms: u64, pick: Option<&Ctx
                         td { (when(it.deadline_ms, now_ms)) }
                         td.num { (it.attempts) }
                         @if pick.is_some() {
+                            td.mono.error { (errors.get(i).cloned().flatten().map(|e| short(&e, 80)).unwrap_or_default()) }
                             td {
                                 button.secondary type="submit" name="one" value=(format!("requeue {}", it.id)) { "Requeue" }
                                 " "
@@ -231,7 +283,9 @@ fn items_table(console: &Console, items: &[Item], now_ms: u64, pick: Option<&Ctx
 }
 
 fn next_link(console: &Console, route: &str, q: &Fields, cursor: &Option<String>) -> Markup {
-    let Some(cursor) = cursor else { return html! {} };
+    let Some(cursor) = cursor else {
+        return html! {};
+    };
     let mut query: Vec<String> = q
         .pairs()
         .iter()
@@ -264,7 +318,7 @@ pub(crate) async fn items(
     let title = format!("Items: {}", filter.describe());
     let body = html! {
         (filter_form(&console, "/items", &q, true))
-        @if page.items.is_empty() { p.muted #empty { "No item matches." } } @else { (items_table(&console, &page.items, now, None)) }
+        @if page.items.is_empty() { p.muted #empty { "No item matches." } } @else { (items_table(&console, &page.items, now, None, &[])) }
         (next_link(&console, "/items", &q, &page.next_cursor))
     };
     ok(&console, &ctx, &title, body)
@@ -280,18 +334,29 @@ pub(crate) async fn dead(
     let qc = q.clone();
     let got = run(&console, move |s| {
         let now = s.overview()?.now_ms;
-        let filter = Filter { state: Some(ItemState::Dead), ..filter_of(&qc, now)? };
+        let filter = Filter {
+            state: Some(ItemState::Dead),
+            ..filter_of(&qc, now)?
+        };
         let page = s.list(&filter, qc.get("cursor"), PAGE)?;
-        Ok((now, filter, page))
+        // Each row's last error (an item moved meanwhile shows none).
+        let errors = page
+            .items
+            .iter()
+            .map(|it| s.item(&it.id).ok().and_then(|d| d.last_error))
+            .collect::<Vec<_>>();
+        Ok((now, filter, page, errors))
     })
     .await;
-    let (now, filter, page) = match got {
+    let (now, filter, page, errors) = match got {
         Ok(x) => x,
         Err(e) => return error_page(&console, &ctx, &e),
     };
     let p = |r: &str| console.config.path(r);
-    let keep = |name: &'static str, value: &Option<String>| html! {
-        @if let Some(v) = value { input type="hidden" name=(name) value=(v); }
+    let keep = |name: &'static str, value: &Option<String>| {
+        html! {
+            @if let Some(v) = value { input type="hidden" name=(name) value=(v); }
+        }
     };
     let from = q.get("from").map(str::to_string);
     let until = q.get("until").map(str::to_string);
@@ -302,14 +367,14 @@ pub(crate) async fn dead(
         } @else {
             form method="post" action=(p("/confirm")) {
                 (csrf(&ctx))
-                (items_table(&console, &page.items, now, Some(&ctx)))
+                (items_table(&console, &page.items, now, Some(&ctx), &errors))
                 div.actions {
                     button type="submit" name="action" value="requeue" { "Requeue ticked" }
                     button.danger type="submit" name="action" value="purge" { "Purge ticked" }
                 }
             }
             (next_link(&console, "/dead", &q, &page.next_cursor))
-            h2 { "Every dead letter matching " span.mono { (filter.describe()) } }
+            h2 { "Every dead letter matching the filter" }
             form.filters method="post" action=(p("/confirm")) {
                 (csrf(&ctx))
                 input type="hidden" name="scope" value="filter";
@@ -334,7 +399,11 @@ pub(crate) async fn item(
 ) -> Response {
     let q = Fields::parse(query.unwrap_or_default().as_bytes());
     let Some(id) = q.all("id").first().map(|s| s.to_string()) else {
-        return error_page(&console, &ctx, &Error::new(ErrorKind::Usage, "give the item's id: /item?id=…"));
+        return error_page(
+            &console,
+            &ctx,
+            &Error::new(ErrorKind::Usage, "give the item's id: /item?id=…"),
+        );
     };
     let idc = id.clone();
     let got = run(&console, move |s| Ok((s.overview()?.now_ms, s.item(&idc)?))).await;
@@ -344,12 +413,14 @@ pub(crate) async fn item(
     };
     let shown = payload::show(&d.payload, console.config.payload_cap);
     let p = |r: &str| console.config.path(r);
-    let action = |verb: &str, label: &str, class: &str| html! {
-        form.inline method="post" action=(p("/confirm")) {
-            (csrf(&ctx))
-            input type="hidden" name="action" value=(verb);
-            input type="hidden" name="id" value=(d.item.id);
-            button class=(class) type="submit" id=(format!("do-{verb}")) { (label) }
+    let action = |verb: &str, label: &str, class: &str| {
+        html! {
+            form.inline method="post" action=(p("/confirm")) {
+                (csrf(&ctx))
+                input type="hidden" name="action" value=(verb);
+                input type="hidden" name="id" value=(d.item.id);
+                button class=(class) type="submit" id=(format!("do-{verb}")) { (label) }
+            }
         }
     };
     let body = html! {
@@ -387,7 +458,10 @@ pub(crate) async fn item(
 }
 
 /// `GET /schedules`: calendar schedules with "fire now".
-pub(crate) async fn schedules(State(console): State<Shared>, Extension(ctx): Extension<Ctx>) -> Response {
+pub(crate) async fn schedules(
+    State(console): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+) -> Response {
     let got = run(&console, |s| Ok((s.overview()?.now_ms, s.schedules()?))).await;
     let (now, list) = match got {
         Ok(x) => x,
@@ -399,17 +473,17 @@ pub(crate) async fn schedules(State(console): State<Shared>, Extension(ctx): Ext
             p.muted { "No durable calendar schedule in this store." }
         } @else {
             table #schedules {
-                thead { tr { th { "name" } th { "kind" } th { "rule" } th { "next fire" } th { "last fire" } th { "misfire" } th { "state" } th {} } }
+                thead { tr { th { "name" } th { "kind" } th { "rule" } th { "next fire" } th { "misfire" } th { "state" } th.num { "attempts" } th {} } }
                 tbody {
                     @for s in &list {
                         tr {
                             td.mono { (s.name) }
                             td.mono { (s.kind) }
                             td.mono { (s.rule) }
-                            td { @match s.next_ms { Some(t) => (when(t, now)), None => "—" } }
-                            td { @match s.last_ms { Some(t) => (when(t, now)), None => "—" } }
+                            td { (when(s.next_ms, now)) }
                             td { (s.misfire) }
                             td { (s.state.name()) }
+                            td.num { (s.attempts) }
                             td {
                                 form.inline method="post" action=(p("/confirm")) {
                                     (csrf(&ctx))
@@ -428,7 +502,10 @@ pub(crate) async fn schedules(State(console): State<Shared>, Extension(ctx): Ext
 }
 
 /// `GET /audit`: the newest changes made through the tool or the console.
-pub(crate) async fn audit(State(console): State<Shared>, Extension(ctx): Extension<Ctx>) -> Response {
+pub(crate) async fn audit(
+    State(console): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+) -> Response {
     let got = run(&console, |s| Ok((s.overview()?.now_ms, s.audit(200)?))).await;
     let (now, rows) = match got {
         Ok(x) => x,
@@ -452,7 +529,10 @@ pub(crate) async fn audit(State(console): State<Shared>, Extension(ctx): Extensi
 }
 
 /// `GET /login`: the token form.
-pub(crate) async fn login(State(console): State<Shared>, Extension(ctx): Extension<Ctx>) -> Response {
+pub(crate) async fn login(
+    State(console): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+) -> Response {
     let body = login_form(&console, &ctx, None);
     ok(&console, &ctx, "Log in", body)
 }

@@ -60,7 +60,10 @@ impl History {
     /// sample failed.
     pub(crate) fn read(&self) -> (Vec<Sample>, Option<String>) {
         let ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
-        (ring.points.iter().copied().collect(), ring.last_error.clone())
+        (
+            ring.points.iter().copied().collect(),
+            ring.last_error.clone(),
+        )
     }
 }
 

@@ -132,8 +132,7 @@ pub(crate) fn random_hex(n: usize) -> String {
 /// `a == b` in time that depends on their lengths only.
 pub(crate) fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
-        && a
-            .bytes()
+        && a.bytes()
             .zip(b.bytes())
             .fold(0u8, |acc, (x, y)| acc | (x ^ y))
             == 0
@@ -146,7 +145,11 @@ pub(crate) fn cookie(console: &Shared, sid: &str) -> HeaderValue {
     } else {
         console.config.base_path.clone()
     };
-    let secure = if console.config.secure_cookie { "; Secure" } else { "" };
+    let secure = if console.config.secure_cookie {
+        "; Secure"
+    } else {
+        ""
+    };
     HeaderValue::from_str(&format!(
         "{COOKIE}={sid}; Path={path}; HttpOnly; SameSite=Strict{secure}"
     ))
@@ -202,7 +205,10 @@ pub(crate) async fn guard(State(console): State<Shared>, mut req: Request, next:
         ));
     }
     if req.method() == Method::POST {
-        let origin = req.headers().get(header::ORIGIN).and_then(|o| o.to_str().ok());
+        let origin = req
+            .headers()
+            .get(header::ORIGIN)
+            .and_then(|o| o.to_str().ok());
         if let Some(origin) = origin {
             if origin == "null" || authority(origin) != host {
                 return with_headers(refuse(
@@ -212,7 +218,9 @@ pub(crate) async fn guard(State(console): State<Shared>, mut req: Request, next:
             }
         }
     }
-    let (ctx, fresh) = console.sessions.get_or_start(session_id(req.headers()).as_deref());
+    let (ctx, fresh) = console
+        .sessions
+        .get_or_start(session_id(req.headers()).as_deref());
     let path = req.uri().path().to_string();
     let public = path == "/login" || path == "/assets/console.css";
     let mut response = if console.config.token_for_reads && !ctx.authed && !public {
@@ -237,7 +245,8 @@ pub(crate) async fn guard(State(console): State<Shared>, mut req: Request, next:
 }
 
 /// The headers every response carries: no script, no framing, no caching,
-/// no referrer.
+/// no referrer to other sites (`same-origin`: with `no-referrer` a browser
+/// sends `Origin: null` on the console's own forms).
 fn with_headers(mut response: Response) -> Response {
     let h = response.headers_mut();
     h.insert(
@@ -252,7 +261,10 @@ fn with_headers(mut response: Response) -> Response {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use schedpool::durable::DurableBackend;
 
 pub use model::{
-    Audit, BulkOutcome, Filter, Item, ItemDetail, KindRow, Lease, Overview, Page, Paused,
-    Schedule, State,
+    Audit, BulkOutcome, Filter, Item, ItemDetail, KindRow, Lease, Overview, Page, Paused, Schedule,
+    State,
 };
 pub use open::{redact, OpenOptions};
 pub(crate) use ops::Ops;
@@ -214,7 +214,7 @@ impl Store {
     /// Requeues or purges the dead letters matching `filter` (its state is
     /// ignored: dead letters only), at most `max`, in batches, each moved
     /// exactly once even beside another operator; `dry_run` counts only.
-    /// `progress(done, total)` is called after each batch.
+    /// `progress(done)` is called after each batch with the items handled so far.
     ///
     /// # Errors
     ///
@@ -227,7 +227,7 @@ impl Store {
         max: usize,
         dry_run: bool,
         by: &str,
-        progress: &mut dyn FnMut(usize, usize),
+        progress: &mut dyn FnMut(usize),
     ) -> Result<BulkOutcome, Error> {
         self.ops.bulk(action, filter, max, dry_run, by, progress)
     }
@@ -260,13 +260,14 @@ impl Store {
         self.ops.schedules()
     }
 
-    /// Fires the calendar schedule `name` now (its regular fires go on).
+    /// Fires the calendar schedule `name` now (its regular fires go on);
+    /// the id of the fire's item.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) when there is no
     /// such schedule.
-    pub fn fire(&self, name: &str, by: &str) -> Result<(), Error> {
+    pub fn fire(&self, name: &str, by: &str) -> Result<String, Error> {
         self.ops.fire(name, by)
     }
 

@@ -208,6 +208,8 @@ pub struct BulkOutcome {
     pub changed: usize,
     /// Nothing was changed: the count is what a real run would touch.
     pub dry_run: bool,
+    /// The ids moved (on a dry run: the ids a real run would take now).
+    pub ids: Vec<String>,
 }
 
 /// A durable calendar schedule.
@@ -217,16 +219,17 @@ pub struct Schedule {
     pub name: String,
     /// The kind its fires run as.
     pub kind: String,
-    /// Its rule, in words.
+    /// Its rule (the start of its `Debug` text).
     pub rule: String,
-    /// Its next fire (ms).
-    pub next_ms: Option<u64>,
-    /// Its last fire (ms), when one is recorded.
-    pub last_ms: Option<u64>,
+    /// The oldest fire not yet handled (ms): the next fire while pending,
+    /// the running one while in flight.
+    pub next_ms: u64,
     /// What happens to fires the fleet missed.
     pub misfire: String,
     /// Where its stored item is.
     pub state: State,
+    /// Attempts at that fire so far.
+    pub attempts: u32,
 }
 
 /// One audit record.

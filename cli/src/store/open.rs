@@ -77,7 +77,7 @@ pub fn redact(url: &str) -> String {
 fn redact_params(text: &str) -> String {
     text.split(' ')
         .map(|part| match part.split_once('=') {
-            Some((key, _)) if key == "password" => "password=***".to_string(),
+            Some(("password", _)) => "password=***".to_string(),
             _ => part.to_string(),
         })
         .collect::<Vec<_>>()
@@ -89,13 +89,20 @@ pub(crate) fn backend(url: &str, opts: &OpenOptions) -> Result<Ops, Error> {
     if opts.queue.is_empty() {
         return Err(Error::usage("the queue name is empty: give --queue NAME"));
     }
-    if let Some(path) = url.strip_prefix("sqlite://").or(url.strip_prefix("sqlite:")) {
+    if let Some(path) = url
+        .strip_prefix("sqlite://")
+        .or(url.strip_prefix("sqlite:"))
+    {
         return sqlite(path, opts);
     }
-    if url.starts_with("redis://") || url.starts_with("rediss://") || url.starts_with("redis+unix:") {
+    if url.starts_with("redis://") || url.starts_with("rediss://") || url.starts_with("redis+unix:")
+    {
         return redis(url, opts);
     }
-    if let Some(params) = url.strip_prefix("postgres:").filter(|p| !p.starts_with("//")) {
+    if let Some(params) = url
+        .strip_prefix("postgres:")
+        .filter(|p| !p.starts_with("//"))
+    {
         return postgres(params, opts);
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {

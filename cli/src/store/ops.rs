@@ -1,14 +1,23 @@
-//! The library's operator verbs, mapped to the views of `model.rs`.
-//! (Interim: on `DurablePool::producer` until the operator API lands.)
+//! The library's [`Operator`] verbs, mapped to the views of `model.rs`
+//! and to the tool's errors.
+//!
+//! Invariant: every change goes through the `Operator`, which records it
+//! in the store's audit trail; nothing here writes to the store otherwise.
 
-use schedpool::durable::{DurableBackend, DurableError, DurablePool, StoredState};
+use schedpool::durable::{
+    Cancelled, DeadFilter, DurableBackend, DurableError, ListFilter, Operator, StoredState,
+};
 
-use super::model::*;
+use super::model::{
+    Audit, BulkOutcome, Filter, Item, ItemDetail, KindRow, Lease, Overview, Page, Paused, Schedule,
+    State,
+};
 use super::BulkAction;
 use crate::error::Error;
 
+/// An operator over one opened backend.
 pub(crate) struct Ops {
-    pool: DurablePool,
+    op: Operator,
 }
 
 fn state(s: StoredState) -> State {
@@ -19,110 +28,157 @@ fn state(s: StoredState) -> State {
     }
 }
 
-fn missing(what: &str) -> Error {
-    Error::new(crate::ErrorKind::Failed, format!("{what}: not available yet"))
+fn stored(s: State) -> StoredState {
+    match s {
+        State::Pending => StoredState::Pending,
+        State::InFlight => StoredState::InFlight,
+        State::Dead => StoredState::Dead,
+    }
+}
+
+fn item(s: &schedpool::durable::ItemSummary) -> Item {
+    Item {
+        id: s.id.clone(),
+        kind: s.kind.clone(),
+        state: state(s.state),
+        at_ms: s.score_ms,
+        deadline_ms: s.deadline_ms,
+        attempts: s.attempts,
+    }
 }
 
 impl Ops {
     pub(crate) fn new(backend: impl DurableBackend) -> Result<Ops, DurableError> {
         Ok(Ops {
-            pool: DurablePool::producer(backend)?,
+            op: Operator::new(backend),
         })
     }
 
     pub(crate) fn overview(&self) -> Result<Overview, Error> {
-        let c = self
-            .pool
-            .counts()
-            .map_err(|e| Error::store("reading the counts", e))?;
+        let o = self
+            .op
+            .overview()
+            .map_err(|e| Error::store("reading the overview", e))?;
+        let paused = |kind: &str| o.paused.iter().any(|p| p.kind == kind);
+        let mut kinds: Vec<KindRow> = o
+            .by_kind
+            .iter()
+            .map(|k| KindRow {
+                kind: k.kind.clone(),
+                pending: k.pending,
+                in_flight: k.in_flight,
+                dead: k.dead,
+                paused: paused(&k.kind),
+            })
+            .collect();
+        // A paused kind with no item left still shows, to be resumed.
+        for p in &o.paused {
+            if !kinds.iter().any(|k| k.kind == p.kind) {
+                kinds.push(KindRow {
+                    kind: p.kind.clone(),
+                    pending: 0,
+                    in_flight: 0,
+                    dead: 0,
+                    paused: true,
+                });
+            }
+        }
+        kinds.sort_by(|a, b| a.kind.cmp(&b.kind));
         Ok(Overview {
-            now_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_millis() as u64,
-            pending: c.pending,
-            in_flight: c.in_flight,
-            dead: c.dead,
-            kinds: Vec::new(),
-            paused: Vec::new(),
-            next_due_ms: None,
-            lag_ms: None,
+            now_ms: o.now_ms,
+            pending: o.counts.pending,
+            in_flight: o.counts.in_flight,
+            dead: o.counts.dead,
+            kinds,
+            paused: o
+                .paused
+                .iter()
+                .map(|p| Paused {
+                    kind: p.kind.clone(),
+                    by: p.by.clone(),
+                    at_ms: p.at_ms,
+                })
+                .collect(),
+            next_due_ms: o.next_due_ms,
+            lag_ms: o
+                .oldest_overdue
+                .map(|d| d.as_millis().min(u64::MAX as u128) as u64),
         })
     }
 
-    pub(crate) fn list(&self, filter: &Filter, _cursor: Option<&str>, limit: usize) -> Result<Page, Error> {
-        if filter.state != Some(State::Dead) {
-            return Err(missing("listing pending items"));
-        }
-        let dead = self
-            .pool
-            .dead_letters(limit)
-            .map_err(|e| Error::store("listing dead letters", e))?;
-        Ok(Page {
-            items: dead
-                .into_iter()
-                .filter(|d| filter.kind.as_ref().is_none_or(|k| *k == d.kind))
-                .filter(|d| filter.id_prefix.as_ref().is_none_or(|p| d.id.starts_with(p.as_str())))
-                .map(|d| Item {
-                    id: d.id,
-                    kind: d.kind,
-                    state: State::Dead,
-                    at_ms: d.died_ms,
-                    deadline_ms: d.died_ms,
-                    attempts: d.attempts,
+    pub(crate) fn list(
+        &self,
+        filter: &Filter,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page, Error> {
+        let after = cursor
+            .map(|c| {
+                c.parse().map_err(|_| {
+                    Error::usage(format!(
+                        "{c:?} is not a cursor: pass the one printed under the previous page"
+                    ))
                 })
-                .collect(),
-            next_cursor: None,
+            })
+            .transpose()?;
+        let mut lf = ListFilter::new(stored(filter.state.unwrap_or(State::Pending)))
+            .between(filter.from_ms, filter.until_ms)
+            .limit(limit)
+            .after(after);
+        if let Some(k) = &filter.kind {
+            lf = lf.kind(k.clone());
+        }
+        if let Some(p) = &filter.id_prefix {
+            lf = lf.id_prefix(p.clone());
+        }
+        let page = self
+            .op
+            .list(&lf)
+            .map_err(|e| Error::store("listing items", e))?;
+        Ok(Page {
+            items: page.items.iter().map(item).collect(),
+            next_cursor: page.next.map(|c| c.to_string()),
         })
     }
 
     pub(crate) fn item(&self, id: &str) -> Result<Option<ItemDetail>, Error> {
         let got = self
-            .pool
-            .get(id)
+            .op
+            .inspect(id)
             .map_err(|e| Error::store(&format!("reading {id:?}"), e))?;
-        Ok(got.map(|s| {
-            let (payload, unreadable) = match s.payload {
-                Ok(p) => (p, None),
-                Err(e) => (Vec::new(), Some(e.to_string())),
-            };
-            ItemDetail {
-                item: Item {
-                    id: s.id,
-                    kind: s.kind,
-                    state: state(s.state),
-                    at_ms: s.deadline_ms,
-                    deadline_ms: s.deadline_ms,
-                    attempts: 0,
-                },
-                due_ms: s.deadline_ms,
-                last_error: None,
-                lease: None,
-                payload,
-                unreadable,
-            }
+        Ok(got.map(|d| ItemDetail {
+            item: item(&d.summary),
+            due_ms: d.due_ms,
+            last_error: d.last_error,
+            lease: d.lease.map(|(token, until_ms)| Lease { token, until_ms }),
+            payload: d.payload,
+            unreadable: d.unreadable,
         }))
     }
 
-    pub(crate) fn requeue(&self, id: &str, _by: &str) -> Result<bool, Error> {
-        self.pool
-            .requeue(id)
+    pub(crate) fn requeue(&self, id: &str, by: &str) -> Result<bool, Error> {
+        self.op
+            .requeue_id(id, by)
             .map_err(|e| Error::store(&format!("requeueing {id:?}"), e))
     }
 
-    pub(crate) fn purge(&self, id: &str, _by: &str) -> Result<bool, Error> {
-        self.pool
-            .purge(id)
+    pub(crate) fn purge(&self, id: &str, by: &str) -> Result<bool, Error> {
+        self.op
+            .purge_id(id, by)
             .map_err(|e| Error::store(&format!("purging {id:?}"), e))
     }
 
-    pub(crate) fn cancel(&self, id: &str, _by: &str) -> Result<Option<State>, Error> {
-        let before = self.item(id)?;
-        let done = self
-            .pool
-            .cancel(id)
+    pub(crate) fn cancel(&self, id: &str, by: &str) -> Result<Option<State>, Error> {
+        let found = self
+            .op
+            .cancel(id, by)
             .map_err(|e| Error::store(&format!("cancelling {id:?}"), e))?;
-        Ok(before.filter(|_| done).map(|d| d.item.state))
+        Ok(match found {
+            Cancelled::Pending(_) => Some(State::Pending),
+            Cancelled::InFlight => Some(State::InFlight),
+            Cancelled::Dead(_) => Some(State::Dead),
+            _ => None,
+        })
     }
 
     pub(crate) fn bulk(
@@ -132,51 +188,101 @@ impl Ops {
         max: usize,
         dry_run: bool,
         by: &str,
-        progress: &mut dyn FnMut(usize, usize),
+        progress: &mut dyn FnMut(usize),
     ) -> Result<BulkOutcome, Error> {
-        let dead = Filter {
-            state: Some(State::Dead),
-            ..filter.clone()
-        };
-        let page = self.list(&dead, None, max)?;
-        let total = page.items.len();
-        let mut changed = 0;
-        if !dry_run {
-            for (i, item) in page.items.iter().enumerate() {
-                let moved = match action {
-                    BulkAction::Requeue => self.requeue(&item.id, by)?,
-                    BulkAction::Purge => self.purge(&item.id, by)?,
-                };
-                changed += usize::from(moved);
-                progress(i + 1, total);
-            }
+        let mut df = DeadFilter::default().died_between(filter.from_ms, filter.until_ms);
+        if let Some(k) = &filter.kind {
+            df = df.kind(k.clone());
         }
+        if let Some(p) = &filter.id_prefix {
+            df = df.id_prefix(p.clone());
+        }
+        let mut tick = |r: &schedpool::durable::BulkReport| progress(r.matched as usize);
+        let report = match action {
+            BulkAction::Requeue => self
+                .op
+                .requeue_dead_with(&df, max as u64, dry_run, by, &mut tick),
+            BulkAction::Purge => self
+                .op
+                .purge_dead_with(&df, max as u64, dry_run, by, &mut tick),
+        }
+        .map_err(|e| Error::store(&format!("{} of dead letters ({df})", action.name()), e))?;
         Ok(BulkOutcome {
             action: action.name().to_string(),
-            filter: dead.describe(),
-            matched: total,
-            changed,
+            filter: Filter {
+                state: Some(State::Dead),
+                ..filter.clone()
+            }
+            .describe(),
+            matched: report.matched as usize,
+            changed: report.moved as usize,
             dry_run,
+            ids: report.ids,
         })
     }
 
-    pub(crate) fn pause(&self, _kind: &str, _by: &str) -> Result<bool, Error> {
-        Err(missing("pausing a kind"))
+    pub(crate) fn pause(&self, kind: &str, by: &str) -> Result<bool, Error> {
+        if kind.is_empty() {
+            return Err(Error::usage(
+                "the kind is empty: name a kind (see `status`)",
+            ));
+        }
+        self.op
+            .pause_kind(kind, by)
+            .map_err(|e| Error::store(&format!("pausing {kind:?}"), e))
     }
 
-    pub(crate) fn resume(&self, _kind: &str, _by: &str) -> Result<bool, Error> {
-        Err(missing("resuming a kind"))
+    pub(crate) fn resume(&self, kind: &str, by: &str) -> Result<bool, Error> {
+        self.op
+            .resume_kind(kind, by)
+            .map_err(|e| Error::store(&format!("resuming {kind:?}"), e))
     }
 
     pub(crate) fn schedules(&self) -> Result<Vec<Schedule>, Error> {
-        Err(missing("listing schedules"))
+        let list = self
+            .op
+            .schedules()
+            .map_err(|e| Error::store("listing the schedules", e))?;
+        Ok(list
+            .into_iter()
+            .map(|s| Schedule {
+                name: s.name,
+                kind: s.kind,
+                rule: s.rule,
+                next_ms: s.next_fire_ms,
+                misfire: format!("{:?}", s.misfire),
+                state: state(s.state),
+                attempts: s.attempts,
+            })
+            .collect())
     }
 
-    pub(crate) fn fire(&self, _name: &str, _by: &str) -> Result<(), Error> {
-        Err(missing("firing a schedule"))
+    pub(crate) fn fire(&self, name: &str, by: &str) -> Result<String, Error> {
+        if !self.schedules()?.iter().any(|s| s.name == name) {
+            return Err(Error::not_found(format!(
+                "there is no calendar schedule {name:?}: `schedules` lists them"
+            )));
+        }
+        self.op
+            .fire_now(name, by)
+            .map_err(|e| Error::store(&format!("firing {name:?}"), e))
     }
 
-    pub(crate) fn audit(&self, _limit: usize) -> Result<Vec<Audit>, Error> {
-        Err(missing("reading the audit trail"))
+    pub(crate) fn audit(&self, limit: usize) -> Result<Vec<Audit>, Error> {
+        let rows = self
+            .op
+            .audit(limit, None)
+            .map_err(|e| Error::store("reading the audit trail", e))?;
+        Ok(rows
+            .into_iter()
+            .map(|a| Audit {
+                seq: a.seq,
+                at_ms: a.at_ms,
+                by: a.by,
+                action: a.action,
+                target: a.target,
+                count: a.count,
+            })
+            .collect())
     }
 }

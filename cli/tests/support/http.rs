@@ -73,7 +73,11 @@ impl Response {
 
     /// The CSRF token of the first form on the page.
     pub fn csrf(&self) -> String {
-        let at = self.body.find("name=\"csrf\" value=\"").expect("a form with a CSRF field") + 19;
+        let at = self
+            .body
+            .find("name=\"csrf\" value=\"")
+            .expect("a form with a CSRF field")
+            + 19;
         self.body[at..at + 64].to_string()
     }
 }
@@ -105,10 +109,19 @@ impl Client {
         self.send("POST", path, Some(body), &[])
     }
 
-    pub fn send(&mut self, method: &str, path: &str, body: Option<String>, extra: &[(&str, &str)]) -> Response {
+    pub fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<String>,
+        extra: &[(&str, &str)],
+    ) -> Response {
         let mut s = TcpStream::connect(self.addr).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.host);
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+            self.host
+        );
         if let Some(c) = &self.cookie {
             req.push_str(&format!("Cookie: {c}\r\n"));
         }
@@ -128,17 +141,31 @@ impl Client {
         let text = String::from_utf8_lossy(&raw).into_owned();
         let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
         let mut lines = head.lines();
-        let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+        let status = lines
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
         let headers: Vec<(String, String)> = lines
             .filter_map(|l| l.split_once(':'))
             .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
             .collect();
-        let body = if headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v == "chunked") {
+        let body = if headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v == "chunked")
+        {
             unchunk(body)
         } else {
             body.to_string()
         };
-        let response = Response { status, headers, body };
+        let response = Response {
+            status,
+            headers,
+            body,
+        };
         if let Some(c) = response.cookie() {
             self.cookie = Some(c);
         }
@@ -148,8 +175,7 @@ impl Client {
 
 fn unchunk(mut body: &str) -> String {
     let mut out = String::new();
-    loop {
-        let Some((size, rest)) = body.split_once("\r\n") else { break };
+    while let Some((size, rest)) = body.split_once("\r\n") {
         let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
         if n == 0 {
             break;

@@ -9,6 +9,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod http;
 
 use std::path::{Path, PathBuf};

@@ -37,7 +37,13 @@ pub(crate) struct Cli {
 pub(crate) struct Global {
     /// The queue name your services use (what they pass to SqliteBackend::open,
     /// RedisBackend::connect or PostgresBackend::connect).
-    #[arg(long, short, global = true, env = "SCHEDPOOL_QUEUE", value_name = "NAME")]
+    #[arg(
+        long,
+        short,
+        global = true,
+        env = "SCHEDPOOL_QUEUE",
+        value_name = "NAME"
+    )]
     pub(crate) queue: Option<String>,
     /// Print JSON for scripts instead of tables.
     #[arg(long, global = true)]

@@ -23,7 +23,13 @@ struct Moved<'a> {
     not_found: Vec<String>,
 }
 
-pub(crate) fn bulk(store: &Store, out: Out, action: BulkAction, args: &BulkArgs, by: &str) -> Result<(), Error> {
+pub(crate) fn bulk(
+    store: &Store,
+    out: Out,
+    action: BulkAction,
+    args: &BulkArgs,
+    by: &str,
+) -> Result<(), Error> {
     if !args.ids.is_empty() {
         if args.all || args.narrow.any() || args.dry_run {
             return Err(Error::new(
@@ -43,10 +49,20 @@ pub(crate) fn bulk(store: &Store, out: Out, action: BulkAction, args: &BulkArgs,
         ));
     }
     let f = filter(store, State::Dead, &args.narrow)?;
-    let dry = store.bulk(action, &f, args.max, true, by, &mut |_, _| {})?;
+    let dry = store.bulk(action, &f, args.max, true, by, &mut |_| {})?;
     if args.dry_run || dry.matched == 0 {
         out.emit(&dry, || {
-            println!("{} would {} {} dead letters ({})", if dry.matched == 0 { "nothing:" } else { "dry run:" }, action.name(), dry.matched, f.describe())
+            println!(
+                "{} would {} {} dead letters ({})",
+                if dry.matched == 0 {
+                    "nothing:"
+                } else {
+                    "dry run:"
+                },
+                action.name(),
+                dry.matched,
+                f.describe()
+            )
         });
         return Ok(());
     }
@@ -65,12 +81,21 @@ pub(crate) fn bulk(store: &Store, out: Out, action: BulkAction, args: &BulkArgs,
         bar.set_message(action.name());
         bar
     };
-    let result = store.bulk(action, &f, args.max, false, by, &mut |done, _| bar.set_position(done as u64));
+    let result = store.bulk(action, &f, args.max, false, by, &mut |done| {
+        bar.set_position(done as u64)
+    });
     bar.finish_and_clear();
     let done = result?;
     out.emit(&done, || {
-        let verb = if action == BulkAction::Requeue { "requeued" } else { "purged" };
-        println!("{verb} {} of {} matching dead letters ({})", done.changed, done.matched, done.filter);
+        let verb = if action == BulkAction::Requeue {
+            "requeued"
+        } else {
+            "purged"
+        };
+        println!(
+            "{verb} {} of {} matching dead letters ({})",
+            done.changed, done.matched, done.filter
+        );
         if done.changed < done.matched {
             println!("the rest were moved by someone else meanwhile (each moves once)");
         }
@@ -97,11 +122,20 @@ fn confirm(action: BulkAction, n: usize, what: &str) -> Result<(), Error> {
     if matches!(line.trim(), "y" | "Y" | "yes") {
         Ok(())
     } else {
-        Err(Error::new(ErrorKind::Refused, "not confirmed: nothing changed"))
+        Err(Error::new(
+            ErrorKind::Refused,
+            "not confirmed: nothing changed",
+        ))
     }
 }
 
-fn by_ids(store: &Store, out: Out, action: BulkAction, ids: &[String], by: &str) -> Result<(), Error> {
+fn by_ids(
+    store: &Store,
+    out: Out,
+    action: BulkAction,
+    ids: &[String],
+    by: &str,
+) -> Result<(), Error> {
     let mut report = Moved {
         action: action.name(),
         changed: Vec::new(),
@@ -124,7 +158,14 @@ fn by_ids(store: &Store, out: Out, action: BulkAction, ids: &[String], by: &str)
     }
     out.emit(&report, || {
         for id in &report.changed {
-            println!("{} {id}", if action == BulkAction::Requeue { "requeued" } else { "purged" });
+            println!(
+                "{} {id}",
+                if action == BulkAction::Requeue {
+                    "requeued"
+                } else {
+                    "purged"
+                }
+            );
         }
     });
     // The not-found ones make the exit code 3, after the others were done.
@@ -142,7 +183,10 @@ pub(crate) fn cancel(store: &Store, out: Out, ids: &[String], by: &str) -> Resul
     let mut first_missing = None;
     for id in ids {
         match store.cancel(id, by) {
-            Ok(was) => done.push(Cancelled { id: id.clone(), was }),
+            Ok(was) => done.push(Cancelled {
+                id: id.clone(),
+                was,
+            }),
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 first_missing.get_or_insert(e);
             }
@@ -164,21 +208,40 @@ struct Toggled<'a> {
     changed: bool,
 }
 
-pub(crate) fn pause(store: &Store, out: Out, kind: &str, pause: bool, by: &str) -> Result<(), Error> {
-    let changed = if pause { store.pause(kind, by)? } else { store.resume(kind, by)? };
-    out.emit(&Toggled { kind, paused: pause, changed }, || match (pause, changed) {
-        (true, true) => println!("paused {kind}: every process's claims skip its items until it is resumed"),
-        (true, false) => println!("{kind} was paused already"),
-        (false, true) => println!("resumed {kind}"),
-        (false, false) => println!("{kind} was not paused"),
-    });
+pub(crate) fn pause(
+    store: &Store,
+    out: Out,
+    kind: &str,
+    pause: bool,
+    by: &str,
+) -> Result<(), Error> {
+    let changed = if pause {
+        store.pause(kind, by)?
+    } else {
+        store.resume(kind, by)?
+    };
+    out.emit(
+        &Toggled {
+            kind,
+            paused: pause,
+            changed,
+        },
+        || match (pause, changed) {
+            (true, true) => {
+                println!("paused {kind}: every process's claims skip its items until it is resumed")
+            }
+            (true, false) => println!("{kind} was paused already"),
+            (false, true) => println!("resumed {kind}"),
+            (false, false) => println!("{kind} was not paused"),
+        },
+    );
     Ok(())
 }
 
 pub(crate) fn fire(store: &Store, out: Out, name: &str, by: &str) -> Result<(), Error> {
-    store.fire(name, by)?;
-    out.emit(&serde_json::json!({ "fired": name }), || {
-        println!("fired {name}: its run is due now (its regular fires go on)")
+    let run = store.fire(name, by)?;
+    out.emit(&serde_json::json!({ "fired": name, "item": run }), || {
+        println!("fired {name}: its run {run} is due now (its regular fires go on)")
     });
     Ok(())
 }

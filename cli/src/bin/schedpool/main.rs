@@ -21,7 +21,9 @@ use output::Out;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let out = Out { json: cli.global.json };
+    let out = Out {
+        json: cli.global.json,
+    };
     match run(cli, out) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -58,7 +60,12 @@ fn run(cli: Cli, out: Out) -> Result<(), Error> {
     let by = operator(g.by);
     match cli.command {
         Command::Status { .. } => read::status(&store, out),
-        Command::Ls { state, narrow, paging, .. } => read::ls(&store, out, read::state_of(state), &narrow, &paging),
+        Command::Ls {
+            state,
+            narrow,
+            paging,
+            ..
+        } => read::ls(&store, out, read::state_of(state), &narrow, &paging),
         Command::Show { id, raw, .. } => read::show(&store, out, &id, raw),
         Command::Dead { narrow, paging, .. } => read::dead(&store, out, &narrow, &paging),
         Command::Requeue(args) => change::bulk(&store, out, BulkAction::Requeue, &args, &by),
@@ -69,6 +76,11 @@ fn run(cli: Cli, out: Out) -> Result<(), Error> {
         Command::Schedules { .. } => read::schedules(&store, out),
         Command::Fire { name, .. } => change::fire(&store, out, &name, &by),
         Command::Audit { limit, .. } => read::audit(&store, out, limit),
-        Command::Console { listen, token, sample_every, .. } => serve::console(store, listen, token, sample_every),
+        Command::Console {
+            listen,
+            token,
+            sample_every,
+            ..
+        } => serve::console(store, listen, token, sample_every),
     }
 }

@@ -45,7 +45,7 @@ pub(crate) fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header.iter().map(|h| Cell::new(h)));
+        .set_header(header.iter().copied().map(Cell::new));
     t
 }
 

@@ -59,7 +59,12 @@ pub(crate) fn status(store: &Store, out: Out) -> Result<(), Error> {
             None => println!("lag: nothing overdue"),
         }
         for p in &o.paused {
-            println!("paused: {} (by {}, {})", p.kind, p.by, relative(p.at_ms, o.now_ms));
+            println!(
+                "paused: {} (by {}, {})",
+                p.kind,
+                p.by,
+                relative(p.at_ms, o.now_ms)
+            );
         }
         if !o.kinds.is_empty() {
             let mut t = table(&["kind", "pending", "in flight", "dead", "claims"]);
@@ -111,7 +116,13 @@ fn print_page(store: &Store, page: &Page, dead_errors: bool) -> Result<(), Error
     Ok(())
 }
 
-pub(crate) fn ls(store: &Store, out: Out, state: State, narrow: &Narrow, paging: &Paging) -> Result<(), Error> {
+pub(crate) fn ls(
+    store: &Store,
+    out: Out,
+    state: State,
+    narrow: &Narrow,
+    paging: &Paging,
+) -> Result<(), Error> {
     let f = filter(store, state, narrow)?;
     let page = store.list(&f, paging.cursor.as_deref(), paging.limit.into())?;
     if out.json {
@@ -131,41 +142,61 @@ struct Shown<'a> {
 pub(crate) fn show(store: &Store, out: Out, id: &str, raw: bool) -> Result<(), Error> {
     let d = store.item(id)?;
     if raw {
-        std::io::stdout()
-            .write_all(&d.payload)
-            .map_err(|e| Error::new(schedpool_cli::ErrorKind::Failed, format!("writing the payload: {e}")))?;
+        std::io::stdout().write_all(&d.payload).map_err(|e| {
+            Error::new(
+                schedpool_cli::ErrorKind::Failed,
+                format!("writing the payload: {e}"),
+            )
+        })?;
         return Ok(());
     }
     let now = store.overview()?.now_ms;
     let shown = show_payload(&d.payload, schedpool_cli::payload::DEFAULT_CAP);
-    out.emit(&Shown { item: &d, payload: shown.clone() }, || {
-        let mut t = table(&["", ""]);
-        t.add_row(vec!["id", &d.item.id]);
-        t.add_row(vec!["kind", &d.item.kind]);
-        t.add_row(vec!["state", d.item.state.name()]);
-        t.add_row(vec!["due".to_string(), format!("{} ({})", utc(d.due_ms), relative(d.due_ms, now))]);
-        t.add_row(vec!["deadline".to_string(), utc(d.item.deadline_ms)]);
-        t.add_row(vec!["attempts".to_string(), d.item.attempts.to_string()]);
-        t.add_row(vec!["last error", d.last_error.as_deref().unwrap_or("none recorded")]);
-        let lease = match d.lease {
-            Some(l) => format!("token {}, ends {} ({})", l.token, utc(l.until_ms), relative(l.until_ms, now)),
-            None => "not leased".to_string(),
-        };
-        t.add_row(vec!["lease".to_string(), lease]);
-        if let Some(u) = &d.unreadable {
-            t.add_row(vec!["unreadable", u]);
-        }
-        let mut info = format!("{} bytes, {:?}", shown.size, shown.encoding).to_lowercase();
-        if let Some(n) = shown.as_u64 {
-            info.push_str(&format!(" (as a u64: {n})"));
-        }
-        if shown.truncated {
-            info.push_str(", cut (--raw for all of it)");
-        }
-        t.add_row(vec!["payload".to_string(), info]);
-        println!("{t}");
-        println!("{}", shown.text);
-    });
+    out.emit(
+        &Shown {
+            item: &d,
+            payload: shown.clone(),
+        },
+        || {
+            let mut t = table(&["", ""]);
+            t.add_row(vec!["id", &d.item.id]);
+            t.add_row(vec!["kind", &d.item.kind]);
+            t.add_row(vec!["state", d.item.state.name()]);
+            t.add_row(vec![
+                "due".to_string(),
+                format!("{} ({})", utc(d.due_ms), relative(d.due_ms, now)),
+            ]);
+            t.add_row(vec!["deadline".to_string(), utc(d.item.deadline_ms)]);
+            t.add_row(vec!["attempts".to_string(), d.item.attempts.to_string()]);
+            t.add_row(vec![
+                "last error",
+                d.last_error.as_deref().unwrap_or("none recorded"),
+            ]);
+            let lease = match d.lease {
+                Some(l) => format!(
+                    "token {}, ends {} ({})",
+                    l.token,
+                    utc(l.until_ms),
+                    relative(l.until_ms, now)
+                ),
+                None => "not leased".to_string(),
+            };
+            t.add_row(vec!["lease".to_string(), lease]);
+            if let Some(u) = &d.unreadable {
+                t.add_row(vec!["unreadable", u]);
+            }
+            let mut info = format!("{} bytes, {:?}", shown.size, shown.encoding).to_lowercase();
+            if let Some(n) = shown.as_u64 {
+                info.push_str(&format!(" (as a u64: {n})"));
+            }
+            if shown.truncated {
+                info.push_str(", cut (--raw for all of it)");
+            }
+            t.add_row(vec!["payload".to_string(), info]);
+            println!("{t}");
+            println!("{}", shown.text);
+        },
+    );
     Ok(())
 }
 
@@ -181,17 +212,26 @@ pub(crate) fn schedules(store: &Store, out: Out) -> Result<(), Error> {
             println!("no durable calendar schedule in this store");
             return;
         }
-        let mut t = table(&["name", "kind", "rule", "next fire", "last fire", "misfire", "state"]);
-        let at = |t: Option<u64>| t.map_or("—".to_string(), |t| format!("{} ({})", utc(t), relative(t, now)));
+        let mut t = table(&[
+            "name",
+            "kind",
+            "rule",
+            "next fire (UTC)",
+            "",
+            "misfire",
+            "state",
+            "attempts",
+        ]);
         for s in &list {
             t.add_row(vec![
                 s.name.clone(),
                 s.kind.clone(),
-                s.rule.clone(),
-                at(s.next_ms),
-                at(s.last_ms),
+                short(&s.rule, 50),
+                utc(s.next_ms),
+                relative(s.next_ms, now),
                 s.misfire.clone(),
                 s.state.name().to_string(),
+                s.attempts.to_string(),
             ]);
         }
         println!("{t}");

@@ -10,8 +10,14 @@ use std::time::Duration;
 use schedpool_cli::console::{generate_token, router, ConsoleConfig};
 use schedpool_cli::{Error, ErrorKind, Store};
 
-pub(crate) fn console(store: Store, listen: SocketAddr, token: Option<String>, sample_every: Duration) -> Result<(), Error> {
-    let failed = |what: &str, e: std::io::Error| Error::new(ErrorKind::Failed, format!("{what}: {e}"));
+pub(crate) fn console(
+    store: Store,
+    listen: SocketAddr,
+    token: Option<String>,
+    sample_every: Duration,
+) -> Result<(), Error> {
+    let failed =
+        |what: &str, e: std::io::Error| Error::new(ErrorKind::Failed, format!("{what}: {e}"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -20,7 +26,10 @@ pub(crate) fn console(store: Store, listen: SocketAddr, token: Option<String>, s
     let given = token.is_some();
     let token = token.unwrap_or_else(generate_token);
     if token.len() < 16 {
-        return Err(Error::new(ErrorKind::Usage, "the token is too short: give at least 16 characters (or none, for a random one)"));
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "the token is too short: give at least 16 characters (or none, for a random one)",
+        ));
     }
     let loopback = listen.ip().is_loopback();
     let mut config = ConsoleConfig::new(token.clone())
