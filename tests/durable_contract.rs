@@ -859,7 +859,7 @@ macro_rules! contract {
                 |db| SqliteBackend::open(&db.path, "contract").unwrap(),
                 |_first| SqliteBackend::open(&db.path, "contract").unwrap();
                 $($cases)*
-                twin: []
+                twin: [ops_list_inspect_and_overview, ops_pause_skips_claims, ops_bulk_dead_exactly_once]
             );
         }
         #[cfg(feature = "postgres")]

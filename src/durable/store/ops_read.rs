@@ -39,6 +39,26 @@ impl ItemSummary {
         }
     }
 
+    /// A summary from a store's columns, the kind read already.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+    pub(crate) fn from_parts(
+        id: String,
+        kind: String,
+        state: StoredState,
+        score_ms: u64,
+        deadline_ms: u64,
+        attempts: u32,
+    ) -> Self {
+        ItemSummary {
+            id,
+            kind,
+            state,
+            score_ms,
+            deadline_ms,
+            attempts,
+        }
+    }
+
     /// Where a listing resumes after this item.
     pub fn cursor(&self) -> Cursor {
         Cursor {
