@@ -36,6 +36,8 @@ pub(crate) mod error;
 #[cfg(feature = "serde")]
 pub(crate) mod json;
 pub(crate) mod memory;
+pub(crate) mod ops;
+pub(crate) mod ops_read;
 #[cfg(any(feature = "redis", feature = "postgres"))]
 pub(crate) mod options;
 #[cfg(feature = "postgres")]
