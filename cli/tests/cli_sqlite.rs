@@ -49,7 +49,7 @@ fn status_counts_by_kind_and_state() {
     let s = json(&["status", &url]);
     assert_eq!(
         (s["pending"].as_u64(), s["dead"].as_u64()),
-        (Some(6), Some(3))
+        (Some(7), Some(3))
     );
     let kinds: Vec<(String, u64, u64)> = s["kinds"]
         .as_array()
@@ -68,11 +68,12 @@ fn status_counts_by_kind_and_state() {
         [
             ("charge".into(), 0, 3),
             ("close-order".into(), 5, 0),
-            ("mail".into(), 1, 0)
+            ("mail".into(), 1, 0),
+            ("schedpool/calendar".into(), 1, 0)
         ]
     );
     let table = ok(&["--queue", QUEUE, "status", &url]);
-    assert!(table.contains("pending 6, in flight 0, dead 3"), "{table}");
+    assert!(table.contains("pending 7, in flight 0, dead 3"), "{table}");
     assert!(table.contains("close-order"), "{table}");
 }
 
@@ -238,4 +239,32 @@ fn exit_codes_say_what_went_wrong() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(doc["error"]["kind"], "not_found");
     assert_eq!(doc["error"]["exit_code"], 3);
+}
+
+#[test]
+fn schedules_and_fire_now() {
+    let dir = TempDir::new("fire");
+    let url = sqlite_store(&dir);
+    let list = json(&["schedules", &url]);
+    assert_eq!(list[0]["name"], "hourly-report");
+    assert_eq!(list[0]["kind"], "report");
+    assert_eq!(list[0]["state"], "pending");
+    let next = list[0]["next_ms"].as_u64().unwrap();
+    assert_eq!(next % 3_600_000, 0, "on the hour");
+    let fired = json(&["fire", &url, "hourly-report"]);
+    let run = fired["item"]
+        .as_str()
+        .expect("the fire's item id")
+        .to_string();
+    assert!(run.starts_with("hourly-report@now-"), "{run}");
+    let item = json(&["show", &url, &run]);
+    assert_eq!(
+        (item["kind"].as_str(), item["state"].as_str()),
+        (Some("report"), Some("pending"))
+    );
+    assert_eq!(json(&["audit", &url])[0]["action"], "fire");
+    let table = ok(&["--queue", QUEUE, "schedules", &url]);
+    assert!(table.contains("hourly-report"), "{table}");
+    let (c, err) = code(&["--queue", QUEUE, "fire", &url, "no-such"]);
+    assert_eq!(c, 3, "{err}");
 }

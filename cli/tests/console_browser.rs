@@ -1,5 +1,5 @@
 //! The console in a real browser: headless Chromium driven over WebDriver
-//! (chromedriver, fantoccini) against a store this test fills. It reads
+//! (chromedriver, fantoccini) against a SQLite store this test fills. It reads
 //! the counts, is refused a requeue without the token, logs in, requeues
 //! a dead letter by clicking and sees it pending again, and sees the
 //! `<script>` id and payload shown as text, never run.
@@ -13,13 +13,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use fantoccini::{Client, Locator};
-use schedpool::durable::MemoryBackend;
 use schedpool_cli::console::ConsoleConfig;
-use schedpool_cli::{State, Store};
+use schedpool_cli::{OpenOptions, State, Store};
 
 use support::browser::Driver;
 use support::http::Served;
-use support::{fill, TempDir, SCRIPT_ID, SCRIPT_PAYLOAD};
+use support::{sqlite_store, TempDir, QUEUE, SCRIPT_ID, SCRIPT_PAYLOAD};
 
 const TOKEN: &str = "browser-test-token-0123456789";
 
@@ -72,9 +71,9 @@ async fn requeue_charge_1(c: &Client, base: &str) {
 
 #[test]
 fn the_console_in_headless_chromium() {
-    let backend = MemoryBackend::new();
-    fill(|| backend.clone());
-    let store = Store::from_backend(backend, "sqlite:/tmp/orders.db (queue orders)").unwrap();
+    let dir = TempDir::new("browser-store");
+    let url = sqlite_store(&dir);
+    let store = Store::open(&url, &OpenOptions::new(QUEUE)).expect("open the store");
     let served = Served::start(
         store.clone(),
         ConsoleConfig::new(TOKEN).sample_every(Duration::from_millis(200)),
@@ -93,7 +92,7 @@ fn the_console_in_headless_chromium() {
 
         // The overview's counts, as the browser renders them.
         c.goto(&format!("{base}/")).await.unwrap();
-        assert_eq!(text(&c, "#count-pending").await, "6");
+        assert_eq!(text(&c, "#count-pending").await, "7");
         assert_eq!(text(&c, "#count-in-flight").await, "0");
         assert_eq!(text(&c, "#count-dead").await, "3");
         assert!(
@@ -130,7 +129,7 @@ fn the_console_in_headless_chromium() {
         assert_eq!(store.item("charge-1").unwrap().item.state, State::Pending);
         assert_eq!(store.audit(1).unwrap()[0].by, "browser");
         c.goto(&format!("{base}/")).await.unwrap();
-        assert_eq!(text(&c, "#count-pending").await, "7");
+        assert_eq!(text(&c, "#count-pending").await, "8");
         assert_eq!(text(&c, "#count-dead").await, "2");
 
         // The <script> id and payload are shown as text, and nothing ran.

@@ -41,7 +41,7 @@ fn overview_shows_counts_and_safe_headers() {
     let r = c.get("/");
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(
-        r.body.contains(r#"<b id="count-pending">6</b>"#),
+        r.body.contains(r#"<b id="count-pending">7</b>"#),
         "{}",
         r.body
     );
@@ -257,5 +257,80 @@ fn reads_need_the_token_when_configured() {
     login(&mut c);
     let r = c.get("/");
     assert_eq!(r.status, 200, "{}", r.body);
-    assert!(r.body.contains(r#"<b id="count-pending">6</b>"#));
+    assert!(r.body.contains(r#"<b id="count-pending">7</b>"#));
+}
+
+#[test]
+fn schedules_fire_now_and_kinds_pause_from_the_pages() {
+    let (_b, store) = filled();
+    let served = Served::start(store.clone(), ConsoleConfig::new(TOKEN));
+    let mut c = Client::new(&served);
+    login(&mut c);
+    let page = c.get("/schedules");
+    assert!(page.body.contains("hourly-report"), "{}", page.body);
+    let csrf = page.csrf();
+    let confirm = c.post(
+        "/confirm",
+        &[
+            ("csrf", &csrf),
+            ("action", "fire"),
+            ("name", "hourly-report"),
+        ],
+    );
+    assert!(
+        confirm.body.contains("Fire the schedule"),
+        "{}",
+        confirm.body
+    );
+    let r = c.post(
+        "/apply",
+        &[
+            ("csrf", &csrf),
+            ("action", "fire"),
+            ("name", "hourly-report"),
+        ],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("Fired hourly-report"), "{}", r.body);
+    let missing = c.post(
+        "/apply",
+        &[("csrf", &csrf), ("action", "fire"), ("name", "no-such")],
+    );
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    // Pause from the overview's kind table, then resume.
+    let r = c.post(
+        "/apply",
+        &[
+            ("csrf", &csrf),
+            ("action", "pause"),
+            ("kind", "close-order"),
+        ],
+    );
+    assert!(r.body.contains("Paused close-order"), "{}", r.body);
+    let overview = c.get("/");
+    assert!(
+        overview
+            .body
+            .contains(r#"<span class="paused">paused</span>"#),
+        "{}",
+        overview.body
+    );
+    assert_eq!(store.overview().unwrap().paused[0].by, "ada");
+    let r = c.post(
+        "/apply",
+        &[
+            ("csrf", &csrf),
+            ("action", "resume"),
+            ("kind", "close-order"),
+        ],
+    );
+    assert!(r.body.contains("Resumed close-order"), "{}", r.body);
+    let audit = c.get("/audit");
+    for action in ["fire", "pause", "resume"] {
+        assert!(
+            audit.body.contains(&format!("<td>{action}</td>")),
+            "{}",
+            audit.body
+        );
+    }
 }

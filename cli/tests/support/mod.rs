@@ -5,7 +5,8 @@
 //! payloads, due in an hour); one pending `mail` item whose id and JSON
 //! payload both hold a `<script>` tag; 3 dead `charge` items
 //! (`charge-1`..`charge-3`) whose handler failed with an error holding
-//! `<b>`.
+//! `<b>`; and one durable calendar schedule, `hourly-report` (kind
+//! `report`, every hour on the hour).
 
 #![allow(dead_code)]
 
@@ -15,7 +16,21 @@ pub mod http;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use schedpool::durable::{DurableBackend, DurablePool};
+use std::time::SystemTime;
+
+use schedpool::calendar::Schedule;
+use schedpool::durable::{DurableBackend, DurablePool, Misfire};
+
+/// Every hour on the hour (UTC).
+#[derive(Debug)]
+pub struct Hourly;
+
+impl Schedule for Hourly {
+    fn next_after(&self, after: SystemTime) -> Option<SystemTime> {
+        let secs = after.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs();
+        Some(SystemTime::UNIX_EPOCH + Duration::from_secs((secs / 3600 + 1) * 3600))
+    }
+}
 
 /// The id with markup in it.
 pub const SCRIPT_ID: &str = "<script>alert('id')</script>";
@@ -42,6 +57,9 @@ pub fn fill<B: DurableBackend>(open: impl Fn() -> B) {
             .schedule("charge", &format!("charge-{i}"), &i, Duration::ZERO)
             .expect("schedule");
     }
+    producer
+        .schedule_calendar("report", "hourly-report", &(), Hourly, Misfire::skip())
+        .expect("a calendar schedule");
     producer.shutdown();
     let worker = DurablePool::builder(open())
         .threads(1)
