@@ -3,7 +3,8 @@
 
 mod support;
 
-use std::process::{Command, Output};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
 
 use support::{sqlite_store, TempDir, QUEUE, SCRIPT_ID};
 
@@ -267,4 +268,81 @@ fn schedules_and_fire_now() {
     assert!(table.contains("hourly-report"), "{table}");
     let (c, err) = code(&["--queue", QUEUE, "fire", &url, "no-such"]);
     assert_eq!(c, 3, "{err}");
+}
+
+/// A child process killed (by its pid) and reaped when dropped, also when
+/// the test fails.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_console_command_serves_loopback_with_a_printed_token() {
+    let dir = TempDir::new("console-cmd");
+    let url = sqlite_store(&dir);
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_schedpool"))
+            .args(["--queue", QUEUE, "console", "--listen", "127.0.0.1:0", &url])
+            .env_remove("SCHEDPOOL_CONSOLE_TOKEN")
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the console"),
+    );
+    let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
+    let mut addr = None;
+    let mut token = None;
+    // Its first lines: the store, the URL, the token.
+    while addr.is_none() || token.is_none() {
+        let line = lines
+            .next()
+            .expect("the console's start-up lines")
+            .expect("a line");
+        if let Some(rest) = line.trim().strip_prefix("http://") {
+            addr = Some(
+                rest.trim_end_matches('/')
+                    .parse::<std::net::SocketAddr>()
+                    .expect("an address"),
+            );
+        }
+        if let Some((_, t)) = line.split_once("): ") {
+            token = Some(t.trim().to_string());
+        }
+    }
+    let (addr, token) = (
+        addr.expect("the URL printed"),
+        token.expect("the token printed"),
+    );
+    assert_eq!(token.len(), 64, "a generated token: {token}");
+    let mut c = support::http::Client::to(addr);
+    let r = c.get("/");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains(r#"<b id="count-dead">3</b>"#), "{}", r.body);
+    // Only loopback host names (DNS rebinding).
+    let mut other = support::http::Client::to(addr);
+    other.host = format!("attacker.example:{}", addr.port());
+    assert_eq!(other.get("/").status, 421);
+    // The printed token logs in; a change then reaches the store.
+    let page = c.get("/login");
+    let r = c.post(
+        "/login",
+        &[("csrf", &page.csrf()), ("token", &token), ("name", "ops")],
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let page = c.get("/dead");
+    let r = c.post(
+        "/apply",
+        &[
+            ("csrf", &page.csrf()),
+            ("action", "purge"),
+            ("id", "charge-3"),
+        ],
+    );
+    assert!(r.body.contains("Purged 1 dead letter."), "{}", r.body);
+    drop(child);
+    assert_eq!(json(&["status", &url])["dead"], 2);
 }

@@ -154,6 +154,7 @@ fn the_console_in_headless_chromium() {
 
         // The pages for the docs (with a few samples in the charts).
         tokio::time::sleep(Duration::from_millis(1500)).await;
+        c.set_window_size(1280, 1250).await.unwrap();
         c.goto(&format!("{base}/")).await.unwrap();
         shot(&c, "console-overview").await;
         c.goto(&format!("{base}/dead")).await.unwrap();

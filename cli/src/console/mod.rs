@@ -151,6 +151,35 @@ impl ConsoleConfig {
         self
     }
 
+    /// The safe defaults for a console served on its own at `listen`
+    /// (what `schedpool console` uses): bound to loopback, only loopback
+    /// host names are served (DNS rebinding) and reads are open to the
+    /// machine's users; bound to anything else, every page needs the token.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::console::ConsoleConfig;
+    ///
+    /// let local = ConsoleConfig::for_listen("127.0.0.1:8080".parse().unwrap(), "t".repeat(32));
+    /// assert!(!local.reads_need_token());
+    /// let open = ConsoleConfig::for_listen("0.0.0.0:8080".parse().unwrap(), "t".repeat(32));
+    /// assert!(open.reads_need_token());
+    /// ```
+    pub fn for_listen(listen: std::net::SocketAddr, token: impl Into<String>) -> Self {
+        let config = ConsoleConfig::new(token);
+        if listen.ip().is_loopback() {
+            let port = listen.port();
+            config.allowed_hosts([
+                format!("127.0.0.1:{port}"),
+                format!("localhost:{port}"),
+                format!("[::1]:{port}"),
+            ])
+        } else {
+            config.token_for_reads(true)
+        }
+    }
+
     /// The path of `route` under the base path.
     pub(crate) fn path(&self, route: &str) -> String {
         format!("{}{route}", self.base_path)

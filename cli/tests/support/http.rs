@@ -91,9 +91,13 @@ pub struct Client {
 
 impl Client {
     pub fn new(served: &Served) -> Client {
+        Client::to(served.addr)
+    }
+
+    pub fn to(addr: SocketAddr) -> Client {
         Client {
-            addr: served.addr,
-            host: served.addr.to_string(),
+            addr,
+            host: addr.to_string(),
             cookie: None,
         }
     }

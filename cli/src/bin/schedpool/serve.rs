@@ -32,24 +32,15 @@ pub(crate) fn console(
         ));
     }
     let loopback = listen.ip().is_loopback();
-    let mut config = ConsoleConfig::new(token.clone())
-        .sample_every(sample_every)
-        .token_for_reads(!loopback);
-    if loopback {
-        let port = listen.port();
-        config = config.allowed_hosts([
-            format!("127.0.0.1:{port}"),
-            format!("localhost:{port}"),
-            format!("[::1]:{port}"),
-        ]);
-    }
     let label = store.label().to_string();
-    let app = router(store, config);
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| Error::new(ErrorKind::Unavailable, format!("cannot listen on {listen}: {e} (is the port taken? try --listen 127.0.0.1:0)")))?;
         let addr = listener.local_addr().map_err(|e| failed("reading the bound address", e))?;
+        // The bound port (for --listen 127.0.0.1:0) goes into the Host check.
+        let config = ConsoleConfig::for_listen(addr, token.clone()).sample_every(sample_every);
+        let app = router(store, config);
         eprintln!("schedpool console for {label}");
         eprintln!("  http://{addr}/");
         if given {
