@@ -10,28 +10,10 @@ mod postgres_support;
 mod redis_support;
 mod support;
 
-use std::process::Command;
-
 use schedpool::durable::{PostgresBackend, RedisBackend};
 
+use support::cli::json;
 use support::{fill, QUEUE, SCRIPT_ID};
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_schedpool"))
-        .args(["--json", "--queue", QUEUE])
-        .args(args)
-        .env("SCHEDPOOL_BY", "tester")
-        .output()
-        .expect("run schedpool");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON document")
-}
 
 /// Every verb once on the filled store at `url`.
 fn exercise(url: &str) {

@@ -4,44 +4,10 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
+use support::cli::{code, json, ok, schedpool};
 use support::{sqlite_store, TempDir, QUEUE, SCRIPT_ID};
-
-fn schedpool(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedpool"))
-        .args(args)
-        .env_remove("SCHEDPOOL_QUEUE")
-        .env("SCHEDPOOL_BY", "tester")
-        .output()
-        .expect("run schedpool")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = schedpool(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["--json", "--queue", QUEUE];
-    all.extend_from_slice(args);
-    serde_json::from_str(&ok(&all)).expect("one JSON document")
-}
-
-fn code(args: &[&str]) -> (i32, String) {
-    let out = schedpool(args);
-    (
-        out.status.code().expect("an exit code"),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn status_counts_by_kind_and_state() {

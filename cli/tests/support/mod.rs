@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod cli;
 pub mod http;
 
 use std::path::{Path, PathBuf};
