@@ -188,6 +188,9 @@ mod task;
 pub use base::clock::ManualClock;
 pub use base::error::{BuildError, Panic, Rejected, TaskError};
 pub use delay_queue::{DelayItem, DelayQueue, Delayed, Key};
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use pool::async_handle::AsyncHandle;
 pub use pool::builder::Builder;
 pub use pool::calendar::OnCalendar;
 pub use pool::cancel_guard::CancelOnDrop;

@@ -7,8 +7,11 @@
 //! schedule and wall-clock fire), `control` (a periodic task's controls and next-run
 //! arithmetic), `header` (the header, its state word and the `Job` trait),
 //! `completion` (the result cell), `ptr` (the pointer), then the bodies
-//! `once`, `periodic` and `idle`.
+//! `once`, `periodic` and `idle`; with feature `tokio`, `async_body` (one
+//! run of an async body, on a tokio runtime).
 
+#[cfg(feature = "tokio")]
+pub(crate) mod async_body;
 pub(crate) mod calendar;
 pub(crate) mod completion;
 pub(crate) mod control;
