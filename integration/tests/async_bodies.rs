@@ -413,6 +413,49 @@ async fn a_manual_clock_drives_async_bodies() {
     assert!(h.cancel());
 }
 
+/// Limits and jitter apply to async bodies as to sync ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_and_jitter_apply_to_async_bodies() {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPool::builder()
+        .core_threads(1)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let period = Duration::from_secs(60);
+    let base = clock.now();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let h = pool
+        .at_fixed_rate(period)
+        .initial_delay(period)
+        .jitter(Duration::from_secs(5))
+        .until(clock.now() + period * 3 + Duration::from_secs(30))
+        .start_async(move || {
+            let r = r.clone();
+            async move {
+                r.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .unwrap();
+    for n in 1..=3 {
+        let due = h.next_run().unwrap();
+        let grid = base + period * n;
+        assert!(
+            due >= grid && due < grid + Duration::from_secs(5),
+            "run {n} jittered within [0, 5 s) of its grid point"
+        );
+        clock.advance(due - clock.now() - Duration::from_nanos(1));
+        assert!(pool.wait_idle(EVENTUALLY));
+        assert_eq!(runs.load(Ordering::SeqCst), n as usize - 1, "never early");
+        clock.advance(Duration::from_nanos(1));
+        assert!(pool.wait_idle(EVENTUALLY));
+        assert_eq!(runs.load(Ordering::SeqCst), n as usize);
+    }
+    // The fourth grid point (240 s) is past `until` (210 s): done.
+    assert_eq!(h.await, Ok(()));
+}
+
 /// A runtime with one worker thread makes progress while the pool is
 /// busy with async runs: the pool's workers wait for the futures, the
 /// runtime's one thread never does.
