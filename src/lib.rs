@@ -49,6 +49,10 @@
 //!   `calendar` feature a cron expression, a daily time or an aligned
 //!   interval in an IANA time zone, with daylight-saving policies), never
 //!   early by the wall clock, with a periodic task's handle and controls.
+//! - Async bodies (feature `tokio`): `pool.schedule_async(|| async { .. }, delay)`
+//!   and `start_async` on [`Periodic`] and [`OnCalendar`] run a future per run on
+//!   a tokio runtime while the pool keeps the timing; the `AsyncHandle` adds
+//!   `abort` and gives the future's output (guide section 11).
 //! - [`IdleTimer`] (`pool.idle_timer`): fires once its subject has been idle
 //!   for a while; `touch()` pushes it back without a heap operation.
 //! - [`ManualClock`]: virtual time. Give it to a pool or queue, then

@@ -596,6 +596,43 @@ fn a_runtime_shut_down_under_a_future_fails_the_run() {
     );
 }
 
+/// A task due after its runtime was dropped: the run fails at once (spawn
+/// on a runtime that is gone), and the task is not lost or stuck.
+#[test]
+fn a_task_due_after_its_runtime_is_gone_fails_its_run() {
+    let pool = ScheduledThreadPool::new(1);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let one = pool
+        .schedule_async_on(runtime.handle(), || async { 1 }, Duration::from_millis(20))
+        .unwrap();
+    let periodic = pool
+        .with_fixed_delay(Duration::from_millis(1))
+        .initial_delay(Duration::from_millis(20))
+        .on_failure(OnFailure::Continue)
+        .max_runs(3)
+        .runtime(runtime.handle().clone())
+        .start_async(|| async {})
+        .unwrap();
+    drop(runtime);
+    let err = one.join().unwrap_err();
+    assert!(
+        err.panic_message().is_some_and(|m| m.contains("shut down")),
+        "{err:?}"
+    );
+    assert!(periodic.wait_timeout(EVENTUALLY));
+    assert_eq!(periodic.failure_count(), 3, "each run failed, none hung");
+    assert_eq!(periodic.join(), Ok(()));
+}
+
+#[test]
+fn an_async_handle_is_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<schedpool::AsyncHandle<String>>();
+    send_sync::<schedpool::AsyncHandle<()>>();
+}
+
 /// `shutdown_now` hands back an async task unrun; run on a runtime
 /// thread, it fails at once instead of blocking that thread.
 #[tokio::test(flavor = "current_thread")]
