@@ -339,6 +339,95 @@ async fn abort_stops_a_periodic_task_mid_run() {
     assert_eq!(runs.load(Ordering::SeqCst), 3, "no run after the abort");
 }
 
+/// The guide's pattern: the reply's arm decides with
+/// `cancel_if_not_started()`, so a request racing its async timeout is
+/// answered exactly once (replies and timeouts due at the same
+/// millisecond).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guide_s_async_timeout_pattern_answers_exactly_once() {
+    const REQUESTS: usize = 2_000;
+    let pool = ScheduledThreadPool::new(4);
+    let answers: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..REQUESTS).map(|_| AtomicUsize::new(0)).collect());
+    let timed_out = Arc::new(AtomicUsize::new(0));
+    let mut requests = Vec::new();
+    for id in 0..REQUESTS {
+        let (pool, answers, timed_out) = (pool.clone(), answers.clone(), timed_out.clone());
+        requests.push(tokio::spawn(async move {
+            let (a, t) = (answers.clone(), timed_out.clone());
+            let mut timeout = pool
+                .schedule_async(
+                    move || async move {
+                        t.fetch_add(1, Ordering::SeqCst);
+                        a[id].fetch_add(1, Ordering::SeqCst); // the 504
+                    },
+                    Duration::from_millis(3),
+                )
+                .unwrap();
+            let reply = tokio::time::sleep(Duration::from_millis(3));
+            tokio::select! {
+                () = reply => if timeout.cancel_if_not_started() {
+                    answers[id].fetch_add(1, Ordering::SeqCst); // the reply
+                },
+                _ = &mut timeout => {}
+            }
+        }));
+    }
+    for request in requests {
+        tokio::time::timeout(EVENTUALLY, request)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    assert!(pool.wait_idle(EVENTUALLY));
+    let twice = answers
+        .iter()
+        .filter(|n| n.load(Ordering::SeqCst) > 1)
+        .count();
+    let never = answers
+        .iter()
+        .filter(|n| n.load(Ordering::SeqCst) == 0)
+        .count();
+    assert_eq!((twice, never), (0, 0), "answered twice, never");
+    println!(
+        "{} of {REQUESTS} timed out, the rest replied; none both",
+        timed_out.load(Ordering::SeqCst)
+    );
+}
+
+/// Shutdown treats a running async body as a running sync body:
+/// `shutdown_now` does not return it, and termination waits for its future.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_waits_for_a_running_future() {
+    let pool = ScheduledThreadPool::new(1);
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let h = pool
+        .schedule_async(
+            move || async move {
+                let _ = started_tx.send(());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                "finished"
+            },
+            Duration::ZERO,
+        )
+        .unwrap();
+    let queued = pool
+        .schedule_async(|| async { "queued" }, Duration::from_secs(3600))
+        .unwrap();
+    started_rx.await.unwrap();
+    let stopped = Instant::now();
+    let pending = pool.shutdown_now();
+    assert_eq!(pending.len(), 1, "only the task that had not started");
+    drop(pending);
+    assert_eq!(queued.await, Err(TaskError::Cancelled));
+    assert!(!pool.is_terminated(), "the running future holds its worker");
+    tokio::time::timeout(EVENTUALLY, pool.terminated())
+        .await
+        .unwrap();
+    assert!(stopped.elapsed() >= Duration::from_millis(50));
+    assert_eq!(h.await, Ok("finished"));
+}
+
 /// Virtual time drives async bodies as sync ones: a 30-minute one-shot, a
 /// fixed-rate catch-up, and the periodic controls.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
