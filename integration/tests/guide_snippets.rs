@@ -430,7 +430,7 @@ mod snippet_23 {
     }
 }
 
-// Snippet 24: docs/guide.md, line 824.
+// Snippet 24: docs/guide.md, line 826.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_24 {
@@ -454,7 +454,7 @@ mod snippet_24 {
     }
 }
 
-// Snippet 25: docs/guide.md, line 850.
+// Snippet 25: docs/guide.md, line 852.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_25 {
@@ -476,7 +476,7 @@ mod snippet_25 {
     }
 }
 
-// Snippet 26: docs/guide.md, line 873.
+// Snippet 26: docs/guide.md, line 875.
 #[rustfmt::skip]
 mod snippet_26 {
     use schedpool::*;
@@ -488,7 +488,7 @@ mod snippet_26 {
     }
 }
 
-// Snippet 27: docs/guide.md, line 895.
+// Snippet 27: docs/guide.md, line 897.
 #[rustfmt::skip]
 mod snippet_27 {
     use schedpool::*;
@@ -509,7 +509,7 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 939.
+// Snippet 28: docs/guide.md, line 941.
 #[rustfmt::skip]
 mod snippet_28 {
     use schedpool::*;
@@ -529,7 +529,7 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 954.
+// Snippet 29: docs/guide.md, line 956.
 #[rustfmt::skip]
 mod snippet_29 {
     use schedpool::*;
@@ -542,7 +542,7 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 1012.
+// Snippet 30: docs/guide.md, line 1014.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_30 {
@@ -565,7 +565,7 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1078.
+// Snippet 31: docs/guide.md, line 1080.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_31 {
@@ -585,7 +585,7 @@ mod snippet_31 {
     }
 }
 
-// Snippet 32: docs/guide.md, line 1093.
+// Snippet 32: docs/guide.md, line 1095.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_32 {
@@ -610,7 +610,7 @@ mod snippet_32 {
     }
 }
 
-// Snippet 33: docs/guide.md, line 1128.
+// Snippet 33: docs/guide.md, line 1130.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_33 {
@@ -643,7 +643,7 @@ mod snippet_33 {
     }
 }
 
-// Snippet 34: docs/guide.md, line 1205.
+// Snippet 34: docs/guide.md, line 1207.
 #[rustfmt::skip]
 mod snippet_34 {
     use schedpool::*;

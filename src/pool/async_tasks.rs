@@ -220,11 +220,26 @@ impl ScheduledThreadPool {
 impl Periodic<'_> {
     /// The tokio runtime that runs the task's futures (default: the
     /// caller's current runtime, when [`start_async`](Self::start_async)
-    /// is called).
+    /// is called). Give one to start the task outside a runtime, or to
+    /// keep its futures off the runtime that serves requests.
     ///
     /// # Examples
     ///
-    /// See [`start_async`](Self::start_async).
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// let background = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+    /// let pool = ScheduledThreadPool::new(1);
+    /// // Not inside any runtime here: without .runtime(..) this is Err(Rejected).
+    /// assert!(pool.at_fixed_rate(Duration::from_secs(1)).start_async(|| async {}).is_err());
+    /// let h = pool
+    ///     .at_fixed_rate(Duration::from_secs(1))
+    ///     .runtime(background.handle().clone())
+    ///     .start_async(|| async { /* flush metrics */ })?;
+    /// assert!(h.cancel());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn runtime(mut self, runtime: Handle) -> Self {
         self.runtime = Some(runtime);
         self
@@ -291,11 +306,34 @@ impl Periodic<'_> {
 impl OnCalendar<'_> {
     /// The tokio runtime that runs the task's futures (default: the
     /// caller's current runtime, when [`start_async`](Self::start_async)
-    /// is called).
+    /// is called). Give one to start the task outside a runtime, or to
+    /// keep its futures off the runtime that serves requests.
     ///
     /// # Examples
     ///
-    /// See [`start_async`](Self::start_async).
+    /// ```
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use schedpool::{calendar::Schedule, ScheduledThreadPool};
+    ///
+    /// #[derive(Debug)]
+    /// struct Hourly; // every whole hour, UTC
+    /// impl Schedule for Hourly {
+    ///     fn next_after(&self, t: SystemTime) -> Option<SystemTime> {
+    ///         let secs = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    ///         Some(UNIX_EPOCH + Duration::from_secs((secs / 3600 + 1) * 3600))
+    ///     }
+    /// }
+    ///
+    /// let background = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let pool = ScheduledThreadPool::new(1);
+    /// let h = pool
+    ///     .on_calendar(Hourly)
+    ///     .runtime(background.handle().clone())
+    ///     .start_async(|| async { /* rotate the logs */ })?;
+    /// assert!(h.next_fire().is_some());
+    /// assert!(h.cancel());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn runtime(mut self, runtime: Handle) -> Self {
         self.runtime = Some(runtime);
         self
