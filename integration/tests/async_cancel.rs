@@ -190,23 +190,29 @@ async fn abort_stops_a_periodic_task_mid_run() {
     let pool = ScheduledThreadPool::new(1);
     let runs = Arc::new(AtomicUsize::new(0));
     let (r, dropped) = (runs.clone(), Arc::new(AtomicBool::new(false)));
-    let d = dropped.clone();
+    let (d, stuck) = (dropped.clone(), Arc::new(AtomicBool::new(false)));
+    let s = stuck.clone();
     let h = pool
         .at_fixed_rate(Duration::from_millis(5))
         .start_async(move || {
             let n = r.fetch_add(1, Ordering::SeqCst);
-            let d = d.clone();
+            // The third run's future owns a DropFlag: set however it ends.
+            let guard = (n == 2).then(|| DropFlag(d.clone()));
+            let s = s.clone();
             async move {
-                if n == 2 {
-                    let _guard = DropFlag(d);
+                if let Some(_guard) = guard {
+                    s.store(true, Ordering::SeqCst);
                     std::future::pending::<()>().await; // stuck: only abort ends it
                 }
             }
         })
         .unwrap();
     let deadline = Instant::now() + EVENTUALLY;
-    while runs.load(Ordering::SeqCst) < 3 {
-        assert!(Instant::now() < deadline, "the third run never started");
+    while !stuck.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the third run's future never ran"
+        );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     assert_eq!(h.state(), TaskState::Running);
