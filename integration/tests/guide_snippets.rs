@@ -430,7 +430,7 @@ mod snippet_23 {
     }
 }
 
-// Snippet 24: docs/guide.md, line 826.
+// Snippet 24: docs/guide.md, line 827.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_24 {
@@ -454,7 +454,7 @@ mod snippet_24 {
     }
 }
 
-// Snippet 25: docs/guide.md, line 852.
+// Snippet 25: docs/guide.md, line 853.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_25 {
@@ -476,7 +476,7 @@ mod snippet_25 {
     }
 }
 
-// Snippet 26: docs/guide.md, line 875.
+// Snippet 26: docs/guide.md, line 876.
 #[rustfmt::skip]
 mod snippet_26 {
     use schedpool::*;
@@ -488,7 +488,7 @@ mod snippet_26 {
     }
 }
 
-// Snippet 27: docs/guide.md, line 897.
+// Snippet 27: docs/guide.md, line 898.
 #[rustfmt::skip]
 mod snippet_27 {
     use schedpool::*;
@@ -509,7 +509,7 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 941.
+// Snippet 28: docs/guide.md, line 942.
 #[rustfmt::skip]
 mod snippet_28 {
     use schedpool::*;
@@ -529,7 +529,7 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 956.
+// Snippet 29: docs/guide.md, line 957.
 #[rustfmt::skip]
 mod snippet_29 {
     use schedpool::*;
@@ -542,7 +542,7 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 1014.
+// Snippet 30: docs/guide.md, line 1015.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_30 {
@@ -565,7 +565,7 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1080.
+// Snippet 31: docs/guide.md, line 1081.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_31 {
@@ -585,7 +585,7 @@ mod snippet_31 {
     }
 }
 
-// Snippet 32: docs/guide.md, line 1095.
+// Snippet 32: docs/guide.md, line 1096.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_32 {
@@ -610,7 +610,7 @@ mod snippet_32 {
     }
 }
 
-// Snippet 33: docs/guide.md, line 1130.
+// Snippet 33: docs/guide.md, line 1131.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_33 {
@@ -643,7 +643,7 @@ mod snippet_33 {
     }
 }
 
-// Snippet 34: docs/guide.md, line 1207.
+// Snippet 34: docs/guide.md, line 1208.
 #[rustfmt::skip]
 mod snippet_34 {
     use schedpool::*;
