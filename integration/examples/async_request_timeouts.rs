@@ -19,8 +19,8 @@
 //! future completes (that is how the pool keeps the timing and counts the
 //! run). Here each action takes about 1.5 ms, and timeouts fire at up to
 //! ~2,000/s: with `POOL_THREADS=4` the actions queue for workers (lateness
-//! p50 6.7-7.7 ms, 2 runs on this 2-core machine), with the default 16
-//! they do not (p50 68-117 us), measured 2026-12-05 with `POOL_THREADS=4`
+//! p50 6.1-6.6 ms, 2 runs on this 2-core machine), with the default 16
+//! they do not (p50 70 us), measured 2026-12-05 with `POOL_THREADS=4`
 //! and `16` on the command below. Give the pool a worker per action you
 //! want running at once.
 //!
