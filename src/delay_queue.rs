@@ -8,7 +8,7 @@
 //! - An element's deadline is read once, at `put`, and kept: a user type
 //!   whose `deadline()` changes later cannot corrupt the order.
 //! - Sequence numbers are unique and increasing: FIFO among equal deadlines.
-//! - Waiting follows the leader/follower protocol of [`crate::leader`].
+//! - Waiting follows the leader/follower protocol of [`crate::wait`].
 //! - Values are never dropped under the lock (their `Drop` may call back in).
 
 use std::fmt;
@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use crate::base::clock::{after, to_instant, to_nanos, Clock, ClockListener, ManualClock, Nanos};
 use crate::base::sync::Mutex;
-use crate::leader::{Handoff, Leader, Signal, Waitable, Wake};
 use crate::structures::heap::{HeapEntry, IndexedHeap, Positions};
 use crate::structures::slots::Slab;
+use crate::wait::{Handoff, Leader, Signal, Waitable, Wake};
 
 /// Something with a deadline: an element of a [`DelayQueue`] (Java's `Delayed`).
 ///
@@ -637,7 +637,7 @@ impl<T> DelayQueue<T> {
         out
     }
 
-    /// For `crate::internals` only: every heap entry as `(deadline, seq,
+    /// For [`crate::internals`] only: every heap entry as `(deadline, seq,
     /// slot)` in array order, and every slot as `(occupied, heap_index)`.
     #[allow(clippy::type_complexity)] // a test-only snapshot
     pub(crate) fn internals(&self) -> (Vec<(u64, u64, usize)>, Vec<(bool, usize)>) {

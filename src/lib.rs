@@ -183,11 +183,11 @@ pub mod durable;
 pub mod guide;
 #[doc(hidden)]
 pub mod internals;
-mod leader;
 mod pool;
 mod queue;
 mod structures;
 mod task;
+mod wait;
 
 pub use base::clock::ManualClock;
 pub use base::error::{BuildError, Panic, Rejected, TaskError};

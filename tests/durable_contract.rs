@@ -6,6 +6,7 @@
 //! stores do. Most cases take one handle; a `pair` case takes two handles
 //! on one store (two processes); an `owned` case builds a pool on one.
 
+mod contract_ops;
 #[cfg(feature = "postgres")]
 mod postgres_support;
 #[cfg(feature = "redis")]
@@ -13,6 +14,7 @@ mod redis_support;
 #[cfg(feature = "sqlite")]
 mod sqlite_support;
 
+use contract_ops::*;
 use schedpool::calendar::Schedule;
 use schedpool::durable::{
     Cancelled, DurableBackend, DurableError, DurablePool, MemoryBackend, Misfire, Nack, Put,
@@ -792,6 +794,7 @@ macro_rules! contract_on {
         shared: [$($name:ident),* $(,)?],
         pair: [$($pair:ident),* $(,)?],
         owned: [$($owned:ident),* $(,)?] $(,)?
+        twin: [$($twin:ident),* $(,)?] $(,)?
     ) => {
         $(
             #[test]
@@ -815,14 +818,25 @@ macro_rules! contract_on {
                 super::$owned($open);
             }
         )*
+        $(
+            #[test]
+            fn $twin() {
+                let $srv = $server;
+                let $first = $open;
+                let second = $again;
+                super::$twin($first, second);
+            }
+        )*
     };
 }
 
+// The operator's cases run where `DurableOps` is implemented so far.
 macro_rules! contract {
     ($($cases:tt)*) => {
         mod memory {
             use schedpool::durable::MemoryBackend;
-            contract_on!((), |_s| MemoryBackend::new(), |first| first.clone(); $($cases)*);
+            contract_on!((), |_s| MemoryBackend::new(), |first| first.clone(); $($cases)*
+                twin: [ops_list_inspect_and_overview, ops_pause_skips_claims, ops_bulk_dead_exactly_once]);
         }
         #[cfg(feature = "redis")]
         mod redis {
@@ -833,6 +847,7 @@ macro_rules! contract {
                 |server| RedisBackend::connect(&server.url(), "contract").unwrap(),
                 |_first| RedisBackend::connect(&server.url(), "contract").unwrap();
                 $($cases)*
+                twin: []
             );
         }
         #[cfg(feature = "sqlite")]
@@ -844,6 +859,7 @@ macro_rules! contract {
                 |db| SqliteBackend::open(&db.path, "contract").unwrap(),
                 |_first| SqliteBackend::open(&db.path, "contract").unwrap();
                 $($cases)*
+                twin: [ops_list_inspect_and_overview, ops_pause_skips_claims, ops_bulk_dead_exactly_once]
             );
         }
         #[cfg(feature = "postgres")]
@@ -855,6 +871,7 @@ macro_rules! contract {
                 |server| PostgresBackend::connect(&server.params(), "contract").unwrap(),
                 |_first| PostgresBackend::connect(&server.params(), "contract").unwrap();
                 $($cases)*
+                twin: []
             );
         }
     };

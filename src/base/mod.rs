@@ -4,5 +4,4 @@
 
 pub(crate) mod clock;
 pub(crate) mod error;
-pub(crate) mod load;
 pub(crate) mod sync;

@@ -3,7 +3,7 @@
 //! Every lock, condition variable, atomic, `UnsafeCell` the crate's
 //! `unsafe` relies on, thread spawn and thread-local in the crate is
 //! imported from here, so the loom models in `tests/loom/` and in
-//! `task_ptr.rs` check the very code that ships. (`Arc` is std's even under
+//! [`crate::task::ptr`] check the very code that ships. (`Arc` is std's even under
 //! loom: see `docs/design.md`.) The API is parking_lot's
 //! (`lock()` returns the guard directly, waits take `&mut MutexGuard`); the
 //! loom side adapts loom's std-like API to it.
@@ -37,7 +37,7 @@ macro_rules! loom_thread_local {
 #[cfg(loom)]
 pub(crate) use loom_thread_local as thread_local;
 
-pub(crate) use imp::{spin_until, unlocked, Condvar, Mutex, MutexGuard};
+pub(crate) use imp::{unlocked, Condvar, Mutex, MutexGuard};
 
 /// loom's `UnsafeCell`, whose accesses loom checks for races, under loom.
 #[cfg(loom)]
@@ -127,29 +127,6 @@ mod imp {
         MutexGuard::unlocked(guard, f)
     }
 
-    /// Spins until `flag` is set or `until` passes. Returns true if the
-    /// spin was descheduled on the way: two of its clock reads, a few
-    /// dozen pause instructions apart, lay more than `PREEMPTED` apart, so
-    /// another thread had the core (the spin then only cost that thread
-    /// its time).
-    pub(crate) fn spin_until(flag: &std::sync::atomic::AtomicBool, until: Instant) -> bool {
-        /// Far beyond one lap of the loop (well under a microsecond) and a
-        /// virtual machine's usual hiccups (50 µs fired on an idle VM here
-        /// and cost W4's median 5x), about a scheduler's time slice.
-        const PREEMPTED: std::time::Duration = std::time::Duration::from_millis(1);
-        let mut last = Instant::now();
-        let mut preempted = false;
-        while !flag.load(std::sync::atomic::Ordering::Acquire) && last < until {
-            for _ in 0..32 {
-                std::hint::spin_loop();
-            }
-            let now = Instant::now();
-            preempted |= now.duration_since(last) > PREEMPTED;
-            last = now;
-        }
-        preempted
-    }
-
     /// parking_lot's `Condvar`, with the two waits the crate uses.
     #[derive(Debug, Default)]
     pub(crate) struct Condvar(parking_lot::Condvar);
@@ -215,18 +192,6 @@ mod imp {
         let result = f();
         guard.0 = Some(guard.1.lock().unwrap_or_else(|e| e.into_inner()));
         result
-    }
-
-    /// A spin under loom: a few looks at `flag`, yielding between them (loom
-    /// has no time, so "until" is a bound on looks, not a deadline).
-    pub(crate) fn spin_until(flag: &loom::sync::atomic::AtomicBool, _until: Instant) -> bool {
-        for _ in 0..2 {
-            if flag.load(std::sync::atomic::Ordering::Acquire) {
-                return false;
-            }
-            loom::thread::yield_now();
-        }
-        false
     }
 
     impl<T> Deref for MutexGuard<'_, T> {

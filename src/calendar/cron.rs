@@ -2,7 +2,7 @@
 //!
 //! # Invariants
 //!
-//! - The expression is checked word by word (`super::cron_fields`), parsed
+//! - The expression is checked word by word ([`super::cron_fields`]), parsed
 //!   by croner, and searched once over a whole Gregorian cycle (400 years,
 //!   after which weekdays and leap years repeat) at construction: a `Cron`
 //!   that exists fires, in every 400 years, at least once.

@@ -4,7 +4,7 @@
 //! # Invariants
 //!
 //! - Both are plain values; the walk that applies them is in
-//!   `super::zone`, the one place that turns wall times into instants.
+//!   [`super::zone`], the one place that turns wall times into instants.
 
 /// What a fire time that falls in a gap does: a wall time that never
 /// happens, because the clocks jump over it (spring forward: 02:00 to

@@ -59,8 +59,10 @@
 // Layers, each using only those before it (see `docs/design.md`):
 // `store/` (the trait, the stores, the envelope), `take/` (taking and
 // settling leases), `queue` (DurableQueue), `pool/` (DurablePool), and
-// `dead_letters` (the dead-letter verbs of both).
+// `dead_letters` (the dead-letter verbs of both), and `operate/` (the
+// operator's verbs over all of it).
 mod dead_letters;
+mod operate;
 mod pool;
 mod queue;
 // crate-visible for `internals::DurableTaker` (the loom models).
@@ -83,6 +85,9 @@ pub use self::store::sqlite::{SqliteBackend, SqliteOptions, Synchronous};
 #[cfg_attr(docsrs, doc(cfg(any(feature = "postgres", feature = "sqlite"))))]
 pub use self::store::tx::InTransaction;
 pub use dead_letters::DeadLetter;
+pub use operate::bulk::{BulkReport, DeadFilter};
+pub use operate::operator::{Operator, Overview};
+pub use operate::schedules::ScheduleInfo;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool::async_client::AsyncClient;
@@ -109,6 +114,10 @@ pub use store::error::{DurableError, ErrorDetail};
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub use store::json::Json;
 pub use store::memory::MemoryBackend;
+pub use store::ops::{
+    AuditEntry, Cursor, DurableOps, ItemDetail, ItemSummary, KindCounts, ListFilter, Page,
+    PausedKind, MAX_PAGE,
+};
 #[cfg(any(feature = "redis", feature = "postgres"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "redis", feature = "postgres"))))]
 pub use store::options::ServerOptions;

@@ -1,8 +1,8 @@
 //! Calendar tasks, the public side: [`ScheduledThreadPool::on_calendar`],
 //! [`ScheduledThreadPool::schedule_calendar`] and the [`OnCalendar`]
-//! builder. A calendar task is a periodic task (`crate::task::periodic`)
+//! builder. A calendar task is a periodic task ([`crate::task::periodic`])
 //! whose next run comes from a [`Schedule`] read off the wall clock
-//! (`crate::task::calendar`) instead of a period: the same handle, failure
+//! ([`crate::task::calendar`]) instead of a period: the same handle, failure
 //! policy, pause/resume, jitter, run limits and lateness reports.
 //!
 //! # Invariants
@@ -22,8 +22,8 @@ use crate::calendar::Schedule;
 use crate::pool::executor::ScheduledThreadPool;
 use crate::pool::handle::ScheduledHandle;
 use crate::pool::periodic::{check_options, steering, submit};
+use crate::task::cadence::Cadence;
 use crate::task::calendar::Plan;
-use crate::task::control::Control;
 use crate::task::header::{Header, Kind};
 use crate::task::policy::{MissedTicks, OnFailure, Options, RunResult};
 
@@ -84,7 +84,7 @@ pub struct OnCalendar<'a> {
     options: Options,
     until: Option<SystemTime>,
     check: Duration,
-    /// The runtime of an async body (`crate::pool::async_tasks`).
+    /// The runtime of an async body ([`crate::pool::async_tasks`]).
     #[cfg(feature = "tokio")]
     pub(super) runtime: Option<tokio::runtime::Handle>,
 }
@@ -353,7 +353,7 @@ impl<'a> OnCalendar<'a> {
         let shared = self.pool.shared();
         let seq = shared.next_seq();
         let now = shared.clock.now();
-        let control = Control::calendar(options, plan, now, seq);
+        let control = Cadence::calendar(options, plan, now, seq);
         let first = match control.plan() {
             Some(plan) => plan
                 .first(shared.clock.wall_now(), now, control.jitter())

@@ -1,24 +1,8 @@
-//! The pool's fixed configuration and its run states.
+//! The pool's fixed configuration.
 
 use std::time::Duration;
 
 use super::hooks::Hooks;
-
-pub(crate) const RUNNING: u8 = 0;
-pub(super) const SHUTDOWN: u8 = 1;
-pub(super) const STOP: u8 = 2;
-pub(super) const TERMINATED: u8 = 3;
-
-/// A run state's name, as the pool's `Debug` prints it (Java's names).
-pub(super) fn run_state_name(state: u8) -> &'static str {
-    match state {
-        RUNNING => "Running",
-        SHUTDOWN => "Shutdown",
-        STOP => "Stop",
-        TERMINATED => "Terminated",
-        _ => "Unknown",
-    }
-}
 
 /// The pool's fixed configuration (from the [`Builder`](crate::Builder)).
 #[derive(Debug, Clone)]

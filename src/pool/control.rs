@@ -1,5 +1,5 @@
 //! Steering a queued or running task: pause, resume, trigger, reschedule.
-//! These live apart from [`crate::shared`]'s submission and shutdown paths
+//! These live apart from [`shared`](super::shared)'s submission and shutdown paths
 //! but use the same lock and state.
 //!
 //! # Invariants
@@ -9,7 +9,7 @@
 //!   claim a task, and end a periodic run and requeue it, under this lock).
 //!   So pause finds what it must remove, resume pushes a task that is not
 //!   queued, and no task is ever queued twice. One exception: a one-shot
-//!   task a worker took from the ready batch ([`crate::ready`]) is
+//!   task a worker took from the ready batch ([`ready`](crate::queue::ready)) is
 //!   `SCHEDULED` until that worker's `try_start`, without the pool lock. A
 //!   pause or cancel that wins that race finds nothing to remove, and the
 //!   worker, whose start then fails, drops it; a trigger finds nothing to
@@ -20,7 +20,7 @@
 //!   "requeued".
 
 use crate::base::clock::Nanos;
-use crate::pool::config::RUNNING;
+use crate::pool::run_state::RunState;
 use crate::pool::shared::{take_paused, Shared, State};
 use crate::task::header::{Header, Kind};
 use crate::task::ptr::TaskPtr;
@@ -40,7 +40,7 @@ impl Shared {
     pub(crate) fn pause(&self, job: &TaskPtr) -> bool {
         let header = job.header();
         let mut state = self.handoff();
-        if state.run_state != RUNNING {
+        if state.run_state != RunState::Running {
             return false;
         }
         if header.pause_scheduled() {
@@ -64,7 +64,7 @@ impl Shared {
         // A calendar task's next fire is its schedule's answer (user code):
         // asked here, outside the pool lock.
         let calendar = job
-            .control()
+            .cadence()
             .and_then(|control| control.plan())
             .map(|plan| plan.resume_fire(self.clock.wall_now()));
         let refused = {
@@ -72,7 +72,7 @@ impl Shared {
             if header.state() != crate::task::header::PAUSED {
                 return false;
             }
-            if let Some(control) = job.control() {
+            if let Some(control) = job.cadence() {
                 header.set_deadline(control.resume_at(header.kind(), calendar, now));
             }
             if !header.resume_paused() {
@@ -80,7 +80,7 @@ impl Shared {
             }
             drop(take_paused(&mut state, job.as_ptr()));
             if self.can_run(state.run_state, header, now) {
-                if state.push(job.clone(), now) {
+                if state.queue.push(job.clone(), now) {
                     state.new_head();
                 }
                 false
@@ -120,11 +120,11 @@ impl Shared {
                 return false;
             }
             header.set_deadline(header.deadline().min(now));
-            if let Some(control) = job.control() {
+            if let Some(control) = job.cadence() {
                 // A calendar task runs now, whatever the wall clock says.
                 control.release_wall();
             }
-            if state.push(job.clone(), now) {
+            if state.queue.push(job.clone(), now) {
                 state.new_head();
             }
             return true;
@@ -136,7 +136,7 @@ impl Shared {
     /// to its re-based next run; a paused one is re-based too, for resume to
     /// start from; a running one uses the new period when its run ends.
     pub(super) fn set_period(&self, job: &TaskPtr, period: Nanos) -> bool {
-        let Some(control) = job.control() else {
+        let Some(control) = job.cadence() else {
             return false;
         };
         let header = job.header();
@@ -148,7 +148,7 @@ impl Shared {
         let old = control.swap_period(period);
         if self.unqueue(&mut state, header, job.as_ptr()) {
             header.set_deadline(control.rebase(old, period, now));
-            if state.push(job.clone(), now) {
+            if state.queue.push(job.clone(), now) {
                 state.new_head();
             }
             // A due head may have moved later: `wait_idle` may be done.

@@ -1,6 +1,6 @@
 //! [`ScheduledThreadPool`]: the public face of the executor. The machinery
-//! is in [`crate::shared`] (state, submission, shutdown) and
-//! [`crate::worker`] (the threads).
+//! is in [`shared`](super::shared) (state, submission, shutdown) and
+//! [`worker`](super::worker) (the threads).
 //!
 //! # Invariants
 //!
@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use crate::base::clock::after;
 use crate::base::error::Rejected;
-use crate::pool::config::{run_state_name, TERMINATED};
 use crate::pool::handle::{PendingTask, ScheduledHandle};
+use crate::pool::run_state::RunState;
 use crate::pool::shared::Shared;
 use crate::pool::stats::PoolStats;
 use crate::task::header::{Header, Kind};
@@ -349,7 +349,7 @@ impl ScheduledThreadPool {
     /// assert!(pool.is_shutdown());
     /// ```
     pub fn is_shutdown(&self) -> bool {
-        self.shared().run_state() != crate::pool::config::RUNNING
+        self.shared().run_state() != RunState::Running
     }
 
     /// True once the pool has terminated.
@@ -366,7 +366,7 @@ impl ScheduledThreadPool {
     /// assert!(pool.is_terminated());
     /// ```
     pub fn is_terminated(&self) -> bool {
-        self.shared().run_state() == TERMINATED
+        self.shared().run_state() == RunState::Terminated
     }
 
     /// Blocks until no task is running and none is due, or until `timeout`
@@ -569,14 +569,17 @@ impl Future for Terminated {
         let shared = &self.shared;
         shared
             .terminated_wakers
-            .poll(cx, || shared.run_state() == TERMINATED)
+            .poll(cx, || shared.run_state() == RunState::Terminated)
     }
 }
 
 impl fmt::Debug for Terminated {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Terminated")
-            .field("terminated", &(self.shared.run_state() == TERMINATED))
+            .field(
+                "terminated",
+                &(self.shared.run_state() == RunState::Terminated),
+            )
             .finish()
     }
 }
@@ -585,10 +588,7 @@ impl fmt::Debug for ScheduledThreadPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.shared().lock();
         f.debug_struct("ScheduledThreadPool")
-            .field(
-                "run_state",
-                &format_args!("{}", run_state_name(state.run_state)),
-            )
+            .field("run_state", &state.run_state)
             .field("workers", &state.workers)
             .field("queued", &state.queue.len())
             .field("active", &state.active)

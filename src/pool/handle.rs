@@ -128,7 +128,7 @@ impl<T: 'static> ScheduledHandle<T> {
         (&self.task, &self.pool)
     }
 
-    /// The task's header and pool core, for `crate::internals`.
+    /// The task's header and pool core, for [`crate::internals`].
     pub(crate) fn internals(&self) -> (&crate::task::header::Header, &Arc<Shared>) {
         (self.task.header(), &self.pool)
     }
@@ -410,7 +410,7 @@ impl<T: 'static> ScheduledHandle<T> {
         if !matches!(header.state(), SCHEDULED | RUNNING) {
             return None;
         }
-        self.task.control()?.plan()?.next_fire()
+        self.task.cadence()?.plan()?.next_fire()
     }
 
     /// Runs completed so far (a one-shot: 0 or 1; runs that panicked count).
@@ -465,7 +465,7 @@ impl<T: 'static> ScheduledHandle<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn failure_count(&self) -> u64 {
-        match self.task.control() {
+        match self.task.cadence() {
             Some(control) => control.failures(),
             None => u64::from(self.last_failure().is_some()),
         }
@@ -489,7 +489,7 @@ impl<T: 'static> ScheduledHandle<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn last_failure(&self) -> Option<String> {
-        match self.task.control() {
+        match self.task.cadence() {
             Some(control) => control.last_failure(),
             None => {
                 let header = self.task.header();
@@ -635,7 +635,7 @@ impl<T: 'static> ScheduledHandle<T> {
         if period.is_zero() {
             return Err(Rejected::invalid("period must be greater than zero"));
         }
-        match self.task.control() {
+        match self.task.cadence() {
             None => return Err(Rejected::invalid("only a periodic task has a period")),
             Some(control) if control.plan().is_some() => {
                 return Err(Rejected::invalid(
@@ -668,7 +668,7 @@ impl<T: 'static> ScheduledHandle<T> {
     /// ```
     pub fn period(&self) -> Option<Duration> {
         self.task
-            .control()
+            .cadence()
             .filter(|c| c.plan().is_none())
             .map(|c| Duration::from_nanos(c.period()))
     }

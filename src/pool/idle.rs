@@ -1,5 +1,5 @@
 //! Idle timers ([`IdleTimer`], [`ScheduledThreadPool::idle_timer`]): the
-//! public side of `crate::task::idle`, which holds the task and its
+//! public side of [`crate::task::idle`], which holds the task and its
 //! invariants.
 
 use std::fmt;

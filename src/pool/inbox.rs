@@ -31,8 +31,8 @@
 
 use crate::base::clock::Nanos;
 use crate::base::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
-use crate::leader::Signal;
 use crate::task::ptr::TaskPtr;
+use crate::wait::Signal;
 
 /// A task waiting in the inbox, with the clock reading its deadline came
 /// from (the work queue's lane test needs it).

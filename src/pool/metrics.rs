@@ -1,6 +1,6 @@
 //! The pool's metrics (feature `metrics`): handles on the `metrics` facade,
 //! registered once per pool, and what a sample publishes. The thread that
-//! takes the samples is `super::sampler`; the names, types and units are
+//! takes the samples is [`super::sampler`]; the names, types and units are
 //! documented in the crate docs ("Metrics") and `docs/guide.md`.
 //!
 //! # Invariants

@@ -34,6 +34,7 @@ mod inbox;
 mod metrics;
 pub(crate) mod periodic;
 mod report;
+mod run_state;
 #[cfg(feature = "metrics")]
 mod sampler;
 pub(crate) mod shared;

@@ -1,8 +1,8 @@
 //! Periodic tasks, the public side: the [`Periodic`] builder and its
 //! options (missed ticks, failure policy, run limits, jitter, dynamic
-//! delays), and the pieces calendar tasks (`crate::pool::calendar`) share
+//! delays), and the pieces calendar tasks ([`crate::pool::calendar`]) share
 //! with it: the option checks, the plain-body wrapper and the submission.
-//! The task body that computes each next run is in `crate::task::periodic`.
+//! The task body that computes each next run is in [`crate::task::periodic`].
 //!
 //! # Invariants
 //!
@@ -17,7 +17,7 @@ use crate::base::clock::{after, delay_nanos, to_nanos};
 use crate::base::error::Rejected;
 use crate::pool::executor::ScheduledThreadPool;
 use crate::pool::handle::ScheduledHandle;
-use crate::task::control::Control;
+use crate::task::cadence::Cadence;
 use crate::task::header::{Header, Kind};
 use crate::task::periodic::PeriodicTask;
 use crate::task::policy::{MissedTicks, Next, OnFailure, Options, RunOutcome, RunResult};
@@ -52,7 +52,7 @@ pub struct Periodic<'a> {
     initial_delay: Duration,
     options: Options,
     until: Option<Instant>,
-    /// The runtime of an async body (`crate::pool::async_tasks`).
+    /// The runtime of an async body ([`crate::pool::async_tasks`]).
     #[cfg(feature = "tokio")]
     pub(super) runtime: Option<tokio::runtime::Handle>,
 }
@@ -320,7 +320,7 @@ impl<'a> Periodic<'a> {
             }
             options.until = Some(until);
         }
-        let control = Control::new(delay_nanos(self.period), options, nominal, seq);
+        let control = Cadence::new(delay_nanos(self.period), options, nominal, seq);
         let deadline = nominal.saturating_add(control.jitter());
         submit(
             shared,
@@ -365,7 +365,7 @@ pub(super) fn submit<F, R>(
     shared: &std::sync::Arc<crate::pool::shared::Shared>,
     header: Header,
     body: F,
-    control: Control,
+    control: Cadence,
     now: crate::base::clock::Nanos,
 ) -> Result<ScheduledHandle<()>, Rejected>
 where

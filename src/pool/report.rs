@@ -4,8 +4,8 @@
 use std::sync::atomic::Ordering;
 
 use crate::base::clock::Nanos;
-use crate::pool::config::TERMINATED;
 use crate::pool::hooks::TaskFailure;
+use crate::pool::run_state::RunState;
 use crate::pool::shared::Shared;
 use crate::pool::stats::PoolStats;
 use crate::task::header::{Caught, Header};
@@ -86,7 +86,7 @@ impl Shared {
         PoolStats {
             queued,
             active,
-            workers: if self.run_state() == TERMINATED {
+            workers: if self.run_state() == RunState::Terminated {
                 0
             } else {
                 workers

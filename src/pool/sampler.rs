@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::sync::spawn_named;
-use crate::pool::config::TERMINATED;
 use crate::pool::metrics::{Sample, MIN_INTERVAL};
+use crate::pool::run_state::RunState;
 use crate::pool::shared::Shared;
 
 /// Starts the pool's sampler thread, named `"{thread_name}-metrics"`.
@@ -58,7 +58,7 @@ fn read(shared: &Shared) -> (Sample, bool) {
             .queue
             .oldest_deadline()
             .map_or(0, |due| now.saturating_sub(due));
-        let terminated = shared.run_state() == TERMINATED;
+        let terminated = shared.run_state() == RunState::Terminated;
         let sample = Sample {
             scheduled: state.accepted,
             cancelled: state.cancelled,

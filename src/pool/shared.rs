@@ -7,12 +7,12 @@
 //! - Everything guarded lives in [`State`], behind one mutex: helpers that
 //!   need the lock take `&mut State`, so "must hold the lock" is a type.
 //!   [`Shared::lock`] and [`Shared::handoff`] absorb the submission inbox
-//!   ([`crate::inbox`]) before they return, so a holder sees every
+//!   ([`inbox`](super::inbox)) before they return, so a holder sees every
 //!   submission that returned before it took the lock.
-//! - While queued, a task is in the [`WorkQueue`] (heap, due lane, wheel or
+//! - While queued, a task is in the [`WorkQueue`](crate::queue::WorkQueue) (heap, due lane, wheel or
 //!   ready batch) and its `heap_index` says where (a batch task moved from
 //!   the wheel keeps the wheel's mark); a removed, taken or drained
-//!   task has `NOT_QUEUED` (see [`crate::work_queue`], [`crate::ready`]).
+//!   task has `NOT_QUEUED` (see [`queue`](crate::queue), [`ready`](crate::queue::ready)).
 //! - The run-state check and the push of a submission happen under the same
 //!   lock, or the submission goes into the inbox while its gate is open and
 //!   a shutdown closes the gate and absorbs under this lock before it
@@ -46,13 +46,13 @@ use std::cell::Cell;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::config::{Config, RUNNING, SHUTDOWN, STOP, TERMINATED};
+use super::config::Config;
+use super::run_state::RunState;
 use crate::base::clock::{Clock, ClockListener, Nanos};
 use crate::base::error::Rejected;
 use crate::base::sync::{
     spawn_named, thread_local, wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering,
 };
-use crate::leader::{Handoff, Signal};
 use crate::pool::inbox::Inbox;
 pub(crate) use crate::pool::state::State;
 use crate::pool::stats::LatenessHistogram;
@@ -61,6 +61,7 @@ use crate::queue::ready::Ready;
 use crate::queue::Entry;
 use crate::task::header::{EndOfRun, Header};
 use crate::task::ptr::TaskPtr;
+use crate::wait::{Handoff, Signal};
 
 thread_local! {
     /// The pool this thread works for (its `Shared`'s address), or 0.
@@ -68,7 +69,7 @@ thread_local! {
 }
 
 /// A worker thread's body: what [`Shared::start_worker`] runs on a new
-/// thread (`super::worker::run`, given by the builder, which sits above
+/// thread ([`super::worker::run`], given by the builder, which sits above
 /// both).
 pub(super) type WorkerMain = fn(Arc<Shared>);
 
@@ -78,7 +79,7 @@ pub(crate) struct Shared {
     /// Submissions that need not wake anyone skip `state`'s lock.
     inbox: Arc<Inbox>,
     /// Due one-shot tasks workers take without `state`'s lock (also part
-    /// of the state's work queue: see [`crate::ready`]).
+    /// of the state's work queue: see [`ready`](crate::queue::ready)).
     pub(crate) ready: Arc<Ready>,
     /// Leader/follower signalling of the work queue (notify_one only).
     available: Signal,
@@ -97,7 +98,7 @@ pub(crate) struct Shared {
     /// its line.
     next_seq: CachePadded<AtomicU64>,
     pub(super) lateness: LatenessHistogram,
-    /// The pool's metric handles (feature `metrics`; see `super::sampler`).
+    /// The pool's metric handles (feature `metrics`; see [`super::sampler`]).
     #[cfg(feature = "metrics")]
     pub(super) metrics: crate::pool::metrics::PoolMetrics,
     pub(crate) panicked: AtomicU64,
@@ -128,7 +129,7 @@ impl Shared {
             idle: Condvar::new(),
             clock,
             config,
-            run_state: AtomicU8::new(RUNNING),
+            run_state: AtomicU8::new(RunState::Running as u8),
             next_seq: CachePadded::new(AtomicU64::new(0)),
             lateness: LatenessHistogram::new(),
             #[cfg(feature = "metrics")]
@@ -170,14 +171,14 @@ impl Shared {
         self.next_seq.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub(super) fn run_state(&self) -> u8 {
-        self.run_state.load(Ordering::Acquire)
+    pub(super) fn run_state(&self) -> RunState {
+        RunState::from_byte(self.run_state.load(Ordering::Acquire))
     }
 
-    fn set_run_state(&self, state: &mut State, to: u8) {
+    fn set_run_state(&self, state: &mut State, to: RunState) {
         if state.run_state < to {
             state.run_state = to;
-            self.run_state.store(to, Ordering::Release);
+            self.run_state.store(to as u8, Ordering::Release);
             state.close_inbox();
         }
     }
@@ -202,7 +203,7 @@ impl Shared {
             task
         };
         let mut state = self.handoff();
-        if state.run_state != RUNNING {
+        if state.run_state != RunState::Running {
             drop(state);
             self.count_rejected();
             tracing::debug!(target: "schedpool::pool", id = task.header().seq(), "task rejected: pool is shut down");
@@ -213,7 +214,7 @@ impl Shared {
         // Only a submission that starts a worker keeps a reference, to take
         // the task back if the thread cannot be created.
         let kept = worker.map(|_| task.clone());
-        if state.push(task, now) {
+        if state.queue.push(task, now) {
             state.new_head();
         }
         drop(state);
@@ -287,11 +288,15 @@ impl Shared {
 
     /// May a task with this schedule and deadline run in the current state?
     /// (Java's `canRunInCurrentRunState`, JDK 9+.)
-    pub(super) fn can_run(&self, run_state: u8, header: &Header, now: Nanos) -> bool {
+    pub(super) fn can_run(&self, run_state: RunState, header: &Header, now: Nanos) -> bool {
         match run_state {
-            RUNNING => true,
-            SHUTDOWN if header.kind().is_periodic() => self.config.continue_periodic_after_shutdown,
-            SHUTDOWN => self.config.execute_delayed_after_shutdown || header.deadline() <= now,
+            RunState::Running => true,
+            RunState::Shutdown if header.kind().is_periodic() => {
+                self.config.continue_periodic_after_shutdown
+            }
+            RunState::Shutdown => {
+                self.config.execute_delayed_after_shutdown || header.deadline() <= now
+            }
             _ => false,
         }
     }
@@ -310,7 +315,7 @@ impl Shared {
     /// and follows).
     pub(crate) fn requeue(&self, state: &mut State, task: TaskPtr, now: Nanos) -> Option<TaskPtr> {
         match task.end_run(now) {
-            EndOfRun::Paused if state.run_state == RUNNING => {
+            EndOfRun::Paused if state.run_state == RunState::Running => {
                 state.paused.push(task);
                 None
             }
@@ -326,7 +331,7 @@ impl Shared {
             EndOfRun::Scheduled if self.can_run(state.run_state, task.header(), now) => {
                 // To the heap, not the lane: a catch-up run is overdue, not
                 // "due at submission".
-                if state.push(task, 0) {
+                if state.queue.push(task, 0) {
                     state.leader.clear();
                 }
                 None
@@ -343,7 +348,7 @@ impl Shared {
     // ===== cancellation (Java: remove / removeOnCancel) =====
 
     /// Removes a just-cancelled task (named by its header and data pointer)
-    /// from the queue if it is there (see [`WorkQueue::remove`]).
+    /// from the queue if it is there (see [`WorkQueue::remove`](crate::queue::WorkQueue::remove)).
     pub(super) fn remove_cancelled(&self, header: &Header, task: *const u8) -> Option<Entry> {
         let mut state = self.handoff();
         // The caller's handle won the cancel.
@@ -370,10 +375,10 @@ impl Shared {
     pub(crate) fn shutdown(&self) {
         let removed = {
             let mut state = self.handoff();
-            if state.run_state != RUNNING {
+            if state.run_state != RunState::Running {
                 return;
             }
-            self.set_run_state(&mut state, SHUTDOWN);
+            self.set_run_state(&mut state, RunState::Shutdown);
             // Read after the inbox closed: every task it let in was due by
             // its submitter's reading, so by this one too, and is kept.
             let now = self.clock.now();
@@ -418,7 +423,7 @@ impl Shared {
         tracing::info!(target: "schedpool::pool", "pool stopping now");
         let drained = {
             let mut state = self.handoff();
-            self.set_run_state(&mut state, STOP);
+            self.set_run_state(&mut state, RunState::Stop);
             let drained = state.queue.drain();
             // Paused tasks did not start, but nobody can resume them: they
             // are completed as cancelled rather than returned.
@@ -443,13 +448,13 @@ impl Shared {
     /// releasing the lock: a tracing subscriber and a waker are user code.
     #[must_use]
     pub(super) fn try_terminate(&self, state: &mut State) -> bool {
-        let drained = state.queue.is_empty() || state.run_state >= STOP;
-        let terminate = state.run_state >= SHUTDOWN
-            && state.run_state < TERMINATED
+        let drained = state.queue.is_empty() || state.run_state >= RunState::Stop;
+        let terminate = state.run_state >= RunState::Shutdown
+            && state.run_state < RunState::Terminated
             && state.workers == 0
             && drained;
         if terminate {
-            self.set_run_state(state, TERMINATED);
+            self.set_run_state(state, RunState::Terminated);
             self.terminated.notify_all();
             self.idle.notify_all();
         }
@@ -460,11 +465,11 @@ impl Shared {
     pub(crate) fn await_termination(&self, timeout: Duration) -> bool {
         if self.is_current_pool() {
             // Waiting for ourselves would never end.
-            return self.run_state() == TERMINATED;
+            return self.run_state() == RunState::Terminated;
         }
         let mut state = self.lock();
         wait_for(&self.terminated, &mut state, timeout, |s| {
-            s.run_state == TERMINATED
+            s.run_state == RunState::Terminated
         })
     }
 
@@ -479,7 +484,7 @@ impl Shared {
             s.absorb();
             let now = self.clock.now();
             let due = s.queue.peek_deadline().is_some_and(|d| d <= now);
-            s.active == 0 && self.ready.taken() == 0 && (!due || s.run_state >= STOP)
+            s.active == 0 && self.ready.taken() == 0 && (!due || s.run_state >= RunState::Stop)
         });
         state.idle_waiters -= 1;
         idle

@@ -15,18 +15,19 @@
 //! - An absorbed task counts as accepted, and is pushed exactly as a
 //!   submission under the lock would have been: a new head clears the
 //!   leader (the absorbing thread is a worker about to look at the head,
-//!   or every worker is awake or kicked; see [`crate::inbox`]).
+//!   or every worker is awake or kicked; see [`inbox`](super::inbox)).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::clock::Nanos;
-use crate::leader::{Leader, Waitable};
-use crate::pool::config::{Config, RUNNING, SHUTDOWN, STOP};
+use crate::pool::config::Config;
 use crate::pool::inbox::{Inbox, Incoming};
+use crate::pool::run_state::RunState;
 use crate::queue::ready::Ready;
 use crate::queue::WorkQueue;
 use crate::task::ptr::TaskPtr;
+use crate::wait::{Leader, Waitable};
 
 /// Everything the pool lock protects.
 ///
@@ -38,7 +39,7 @@ use crate::task::ptr::TaskPtr;
 pub(crate) struct State {
     pub(crate) queue: WorkQueue,
     pub(crate) leader: Leader,
-    pub(super) run_state: u8,
+    pub(super) run_state: RunState,
     /// Worker threads started and not yet exited.
     pub(crate) workers: usize,
     /// Names the next worker thread.
@@ -77,7 +78,8 @@ impl Waitable for State {
     /// Workers stop waiting once the pool is stopping, or shut down with
     /// nothing left to run (Java's `getTask` returning null).
     fn is_closed(&self) -> bool {
-        self.run_state >= STOP || (self.run_state == SHUTDOWN && self.queue.is_empty())
+        self.run_state >= RunState::Stop
+            || (self.run_state == RunState::Shutdown && self.queue.is_empty())
     }
     fn keep_alive(&self) -> Option<Duration> {
         self.keep_alive
@@ -104,7 +106,7 @@ impl State {
         State {
             queue: WorkQueue::with_ready(ready),
             leader: Leader::default(),
-            run_state: RUNNING,
+            run_state: RunState::Running,
             workers: 0,
             next_worker: 0,
             active: 0,
@@ -117,12 +119,6 @@ impl State {
             inbox,
             incoming: Vec::new(),
         }
-    }
-
-    /// Queues `task` at its current deadline; true if it became the head.
-    /// `now` is a recent clock reading: a task due by then takes the lane.
-    pub(crate) fn push(&mut self, task: TaskPtr, now: Nanos) -> bool {
-        self.queue.push(task, now)
     }
 
     /// Counts `n` tasks cancelled, by a handle or by the pool

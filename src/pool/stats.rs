@@ -1,5 +1,5 @@
 //! Cheap pool statistics: the counters' snapshot types and a lock-free
-//! lateness histogram. The reports that feed them are in `super::report`.
+//! lateness histogram. The reports that feed them are in [`super::report`].
 //!
 //! # Invariants
 //!

@@ -4,14 +4,14 @@
 //! # Invariants
 //!
 //! - A worker takes tasks from the queue only through the leader/follower
-//!   wait ([`crate::leader`]), under the pool lock, and raises `active` under
+//!   wait ([`crate::wait`]), under the pool lock, and raises `active` under
 //!   the same lock that pops the task; or from the ready batch, under the
 //!   batch's lock, which counts it as taken (see below).
 //! - The bookkeeping of a finished run (`active`, `completed`, requeueing a
 //!   periodic task) happens under the next lock the worker takes anyway, the
 //!   one it waits for its next task under: one lock round-trip per task.
 //! - A worker that takes a due task may move more due one-shot tasks to the
-//!   ready batch ([`crate::ready`]) under the same lock; it then takes them
+//!   ready batch ([`ready`](crate::queue::ready)) under the same lock; it then takes them
 //!   one by one without the pool lock, until the batch is empty, before it
 //!   waits again (other workers may help), unless a periodic run of its own
 //!   is still to be requeued: that comes first. Their bookkeeping
@@ -31,12 +31,14 @@ use std::sync::Arc;
 
 use crate::base::clock::Nanos;
 use crate::base::error::drop_quietly;
-use crate::pool::config::{RUNNING, STOP};
 use crate::pool::hooks::{CurrentRun, RunInfo};
+use crate::pool::run_state::RunState;
 use crate::pool::shared::{Shared, State};
 use crate::queue::ready::Previous;
 use crate::task::header::Kind;
 use crate::task::ptr::TaskPtr;
+use crate::wait::slack::{set_timer_slack, Slack};
+use crate::wait::Wake;
 
 /// What a run left to fold into the pool state at the next lock.
 struct Finished {
@@ -71,7 +73,7 @@ impl Drop for ExitGuard<'_> {
             self.ready.fold(self.shared, &mut state);
             // The ready batch this worker filled may still hold tasks: a
             // replacement takes them.
-            let replacement = if state.run_state < STOP && !state.queue.is_empty() {
+            let replacement = if state.run_state < RunState::Stop && !state.queue.is_empty() {
                 state.reserve_worker(&self.shared.config)
             } else {
                 None
@@ -90,10 +92,7 @@ impl Drop for ExitGuard<'_> {
 /// The worker thread's main function.
 pub(crate) fn run(shared: Arc<Shared>) {
     shared.enter_as_worker();
-    let mut slack = Slack {
-        loaded: false,
-        change: None,
-    };
+    let mut slack = Slack::new(shared.config.timer_slack);
     if let Some(base) = shared.config.timer_slack {
         set_timer_slack(base);
     }
@@ -139,11 +138,11 @@ pub(crate) fn run(shared: Arc<Shared>) {
         // The last worker of a core-0 pool leaves after its keep-alive with
         // nothing queued (`Waitable::keep_alive`): wait_due says TimedOut.
         let now = match state.wait_due(&shared.clock, None) {
-            crate::leader::Wake::Due(now) => now,
-            crate::leader::Wake::TimedOut if !state.queue.is_empty() => continue,
-            crate::leader::Wake::Closed | crate::leader::Wake::TimedOut => {
+            Wake::Due(now) => now,
+            Wake::TimedOut if !state.queue.is_empty() => continue,
+            Wake::Closed | Wake::TimedOut => {
                 state.worker_left();
-                if state.run_state == RUNNING && !state.queue.is_empty() {
+                if state.run_state == RunState::Running && !state.queue.is_empty() {
                     // A submission came in through the inbox as it closed.
                     state.worker_back();
                     continue;
@@ -155,7 +154,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 return;
             }
         };
-        slack.follow(&shared, &state, now);
+        slack.follow(&state.leader, &shared.clock, now);
         let Some(entry) = state.queue.pop_due(now) else {
             // The ready batch looked non-empty, but another worker took
             // its last task meanwhile: look again.
@@ -170,7 +169,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
             Claim::Run => {
                 state.active += 1;
                 guard.busy = true;
-                if state.run_state == RUNNING && task.header().kind() == Kind::Once {
+                if state.run_state == RunState::Running && task.header().kind() == Kind::Once {
                     // More tasks due: take them without the pool lock
                     // after this run (the loop's top), with any worker
                     // the hand-over below wakes to help. Not after a
@@ -194,46 +193,6 @@ pub(crate) fn run(shared: Arc<Shared>) {
             }
         }
     }
-}
-
-/// The timer slack a loaded spell asks for: Linux's default.
-const LOADED_TIMER_SLACK: std::time::Duration = std::time::Duration::from_micros(50);
-
-/// The worker's timer slack follows the pool's loaded spells
-/// ([`crate::leader::Leader::loaded`]): in one, at least
-/// [`LOADED_TIMER_SLACK`], so the OS may batch the workers' wake-ups; else
-/// the configured slack. Set on the worker's own thread, outside the lock,
-/// once per change.
-struct Slack {
-    /// The slack set is the loaded one.
-    loaded: bool,
-    /// A change to make before the next lock.
-    change: Option<std::time::Duration>,
-}
-
-impl Slack {
-    /// Under the pool lock, with the clock reading `now` that found a task
-    /// due: notes a change of spell.
-    fn follow(&mut self, shared: &Shared, state: &State, now: Nanos) {
-        if shared.config.timer_slack.is_none() || !shared.clock.is_real() {
-            return; // the OS's default always; or no timers to batch
-        }
-        let loaded = state.leader.loaded_at(now);
-        if loaded != self.loaded {
-            self.loaded = loaded;
-            self.change = slack_for(shared.config.timer_slack, loaded);
-        }
-    }
-}
-
-/// The slack a worker sets: the configured one (`None`: the OS's default,
-/// left alone), raised to [`LOADED_TIMER_SLACK`] in a loaded spell.
-fn slack_for(configured: Option<std::time::Duration>, loaded: bool) -> Option<std::time::Duration> {
-    let base = configured?;
-    Some(match loaded {
-        true => base.max(LOADED_TIMER_SLACK),
-        false => base,
-    })
 }
 
 /// What a worker took from the ready batch without the pool lock, to fold
@@ -316,7 +275,7 @@ enum Claim {
 /// queue.
 fn claim(shared: &Shared, state: &mut State, task: &TaskPtr, now: Nanos) -> Claim {
     let header = task.header();
-    if state.run_state != RUNNING && !shared.can_run(state.run_state, header, now) {
+    if state.run_state != RunState::Running && !shared.can_run(state.run_state, header, now) {
         // Java: a periodic task taken after shutdown cancels itself instead
         // of running. Counted as a run, like Java's.
         state.completed += 1;
@@ -333,7 +292,7 @@ fn claim(shared: &Shared, state: &mut State, task: &TaskPtr, now: Nanos) -> Clai
         // wall clock says is not due: not a run, just a new deadline (it
         // stays SCHEDULED, so it goes straight back).
         header.set_deadline(due);
-        if state.push(task.clone(), 0) {
+        if state.queue.push(task.clone(), 0) {
             state.leader.clear(); // this worker waits next: self-handoff
         }
         shared.note_maybe_idle(state);
@@ -423,63 +382,4 @@ fn run_around(shared: &Shared, task: &TaskPtr, now: Nanos) -> bool {
         shared.report_panic(header, caught);
     }
     ran.again
-}
-
-/// Sets the calling thread's timer slack (Linux: how late the kernel may
-/// fire its timed waits, 50 µs by default). Best effort and without
-/// `unsafe`: the thread writes its own `/proc/<tid>/timerslack_ns`, with the
-/// tid read from the `/proc/thread-self` link. Elsewhere, a no-op.
-fn set_timer_slack(slack: std::time::Duration) {
-    #[cfg(all(target_os = "linux", not(loom)))]
-    {
-        let tid = std::fs::read_link("/proc/thread-self")
-            .ok()
-            .and_then(|link| {
-                let tid = link.file_name()?.to_str()?.to_owned();
-                Some(tid)
-            });
-        let nanos = slack.as_nanos().clamp(1, u128::from(u64::MAX));
-        let set =
-            tid.map(|tid| std::fs::write(format!("/proc/{tid}/timerslack_ns"), nanos.to_string()));
-        if let Some(Err(err)) = set {
-            tracing::debug!(target: "schedpool::pool", error = %err, "could not set the worker's timer slack");
-        }
-    }
-    #[cfg(not(all(target_os = "linux", not(loom))))]
-    let _ = slack;
-}
-
-#[cfg(all(test, target_os = "linux", not(loom)))]
-mod tests {
-    #[test]
-    fn a_loaded_spell_raises_the_slack_and_its_end_restores_it() {
-        use std::time::Duration;
-        let us = Duration::from_micros;
-        assert_eq!(super::slack_for(Some(us(1)), false), Some(us(1)));
-        assert_eq!(super::slack_for(Some(us(1)), true), Some(us(50)));
-        assert_eq!(super::slack_for(Some(us(200)), true), Some(us(200)));
-        assert_eq!(super::slack_for(None, true), None, "the OS's own");
-    }
-
-    #[test]
-    fn timer_slack_is_set_on_the_calling_thread_only() {
-        let read = || {
-            let link = std::fs::read_link("/proc/thread-self").unwrap();
-            let tid = link.file_name().unwrap().to_str().unwrap().to_owned();
-            std::fs::read_to_string(format!("/proc/{tid}/timerslack_ns"))
-                .map(|s| s.trim().to_owned())
-        };
-        let main_before = read();
-        let worker = std::thread::spawn(move || {
-            super::set_timer_slack(std::time::Duration::from_micros(3));
-            read()
-        });
-        match (worker.join().unwrap(), main_before) {
-            (Ok(worker), Ok(main)) => {
-                assert_eq!(worker, "3000");
-                assert_eq!(read().unwrap(), main, "other threads keep theirs");
-            }
-            _ => eprintln!("no /proc timer slack on this machine; nothing to check"),
-        }
-    }
 }

@@ -1,5 +1,5 @@
 //! Invariant checks of the work queue, for the crate's model tests
-//! (through the doc-hidden `crate::internals`): each reads the parts under
+//! (through the doc-hidden [`crate::internals`]): each reads the parts under
 //! the pool lock its caller holds and returns `Err` with the first broken
 //! invariant.
 
@@ -110,7 +110,7 @@ pub(super) mod marks {
     use crate::base::clock::Nanos;
     use crate::task::header::Header;
 
-    pub(crate) const NOT_QUEUED: usize = usize::MAX;
+    pub(crate) use crate::structures::heap::NOT_QUEUED;
     pub(in crate::queue) const IN_LANE: usize = usize::MAX - 1;
     pub(in crate::queue) const LANE_REMOVED: usize = usize::MAX - 2;
     pub(in crate::queue) const IN_READY: usize = usize::MAX - 3;

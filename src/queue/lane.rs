@@ -6,7 +6,7 @@
 //!
 //! - The entries are strictly increasing in `(deadline, seq)`. A task joins
 //!   at the back only if it sorts after the back ([`Lane::accepts`]); the
-//!   work queue sends any other to the heap (`crate::work_queue`).
+//!   work queue sends any other to the heap ([`crate::queue`]).
 //! - A task here carries `Location::Lane`; a cancelled one,
 //!   `Location::LaneRemoved`: it no longer counts in [`Lane::len`], its closure was
 //!   dropped by the cancel, and its entry (one reference) is discarded when
@@ -113,7 +113,7 @@ impl Lane {
         }
     }
 
-    /// The entries in order, removed ones included (for `crate::internals`).
+    /// The entries in order, removed ones included (for [`crate::internals`]).
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Entry> {
         self.entries.iter()
     }

@@ -13,8 +13,9 @@
 //!   front reaches it: those parts cannot take an entry out of the middle in
 //!   O(1). The closure was dropped by the cancel already.
 //! - Written under the pool lock, or, for a task leaving the ready batch,
-//!   under the batch's lock (`super::ready`).
+//!   under the batch's lock ([`super::ready`]).
 
+use crate::structures::heap::NOT_QUEUED as NOT_IN_HEAP;
 use crate::task::header::Header;
 
 /// See the module documentation.
@@ -30,7 +31,7 @@ pub(super) enum Location {
     LaneRemoved,
     /// In the near-future wheel: at this position of its deadline's slot
     /// while that slot is after the wheel's cursor, else in the wheel's
-    /// sorted run (the position is then stale; see `super::wheel`).
+    /// sorted run (the position is then stale; see [`super::wheel`]).
     Wheel(usize),
     /// Cancelled; its entry waits in the wheel's run for the front.
     RunRemoved,
@@ -38,7 +39,9 @@ pub(super) enum Location {
     Ready,
 }
 
-const NOT_QUEUED: u32 = u32::MAX;
+/// [`Location::NotQueued`]'s code: the heap's one "not queued" index
+/// ([`NOT_QUEUED`](crate::structures::heap::NOT_QUEUED)), cut to 32 bits.
+const NOT_QUEUED: u32 = NOT_IN_HEAP as u32;
 const LANE: u32 = u32::MAX - 1;
 const LANE_REMOVED: u32 = u32::MAX - 2;
 const READY: u32 = u32::MAX - 3;

@@ -86,7 +86,7 @@ pub(crate) struct WorkQueue {
     /// (Workers' lock-free takes leave it set; a later push then moves an
     /// empty batch back, which costs one lock.)
     ready_last: Option<(Nanos, u64)>,
-    /// One-shot tasks due within the next ~16.8 ms ([`crate::wheel`]).
+    /// One-shot tasks due within the next ~16.8 ms ([`wheel`]).
     wheel: Wheel,
 }
 

@@ -250,7 +250,7 @@ impl Ready {
         out.extend(self.edit().items.drain(..));
     }
 
-    /// For `crate::internals`: each task's key and recorded heap index,
+    /// For [`crate::internals`]: each task's key and recorded heap index,
     /// in order.
     pub(super) fn snapshot(&self) -> Vec<((u64, u64), Location)> {
         let inner = self.inner.lock();

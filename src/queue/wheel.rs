@@ -40,7 +40,7 @@
 //!   batch's fill) keeps its `Location::Wheel` after it left: its slot is at or
 //!   before the cursor, so [`Wheel::holds_in_slot`] is false for it, and
 //!   the work queue's removals look for such a task in the ready batch
-//!   before the wheel (`crate::ready`).
+//!   before the wheel ([`crate::queue::ready`]).
 
 use std::collections::VecDeque;
 
@@ -58,7 +58,7 @@ pub(super) const SHIFT: u32 = 14;
 const SLOTS: usize = 1024;
 
 /// The run, each slot's entries with its absolute slot number and
-/// position, and the cursor (for `super::check`).
+/// position, and the cursor (for [`super::check`]).
 pub(super) type Parts<'a> = (Vec<&'a Entry>, Vec<(u64, usize, &'a Entry)>, u64);
 
 /// See the module documentation.
@@ -373,7 +373,7 @@ impl Wheel {
         self.run.capacity()
     }
 
-    /// For `super::check`: the run, then each slot's entries with its
+    /// For [`super::check`]: the run, then each slot's entries with its
     /// absolute slot number and position, and the cursor.
     pub(super) fn parts(&self) -> Parts<'_> {
         let mut slots = Vec::new();

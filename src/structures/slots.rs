@@ -88,7 +88,7 @@ impl<T> Slab<T> {
         value
     }
 
-    /// Every slot as `(occupied, heap_index)`, for `crate::internals`.
+    /// Every slot as `(occupied, heap_index)`, for [`crate::internals`].
     pub(crate) fn snapshot(&self) -> Vec<(bool, usize)> {
         self.slots
             .iter()

@@ -144,7 +144,7 @@ impl<T> Completion<T> {
 }
 
 /// Gives `out`, an `Option<Arc<Completion<T>>>` of the task's own `T`, the
-/// task's result cell (see [`Job::result_cell`]); leaves any other type
+/// task's result cell (see [`Job::result_cell`](crate::task::header::Job::result_cell)); leaves any other type
 /// alone.
 pub(super) fn give_cell<T: 'static>(out: &mut dyn Any, cell: impl FnOnce() -> Arc<Completion<T>>) {
     if let Some(out) = out.downcast_mut::<Option<Arc<Completion<T>>>>() {

@@ -23,14 +23,14 @@
 //!   between "the run ended" and "requeued".
 //! - `CANCELLED` is reachable from `SCHEDULED`, `RUNNING` and `PAUSED`; the
 //!   thread that wins that swap completes the handle with
-//!   [`TaskError::Cancelled`] at once (Java: `isDone` is true immediately,
+//!   [`TaskError::Cancelled`](crate::TaskError::Cancelled) at once (Java: `isDone` is true immediately,
 //!   even while the body still runs) and drops the body unless it is out
 //!   running.
 //! - The reference count and the cast (`refs`, `job`) are private to this
 //!   module: only [`super::ptr::TaskPtr`] moves them, through
 //!   `count_ref`, `release_ref` and `set_job_of`.
 //! - `location` is the pool queue's, encoded and decoded only by
-//!   `crate::queue::location` (this module does not know what the bits
+//!   [`crate::queue::location`] (this module does not know what the bits
 //!   mean); it is written under the owning pool's lock, or, for a task
 //!   leaving the ready batch, under that batch's lock.
 //! - `deadline` changes only while the task is not in the heap, or under the
@@ -43,7 +43,7 @@ use std::any::Any;
 use crate::base::clock::{Clock, Nanos};
 use crate::base::error::panic_message;
 use crate::base::sync::{AtomicU32, AtomicU64, Ordering};
-use crate::task::control::Control;
+use crate::task::cadence::Cadence;
 pub(crate) use crate::task::kind::Kind;
 
 pub(crate) const SCHEDULED: u8 = 0;
@@ -71,7 +71,7 @@ pub(crate) struct Header {
     /// References held by [`TaskPtr`](super::ptr::TaskPtr)s: the queue,
     /// handles, a running worker. Private: see the invariants.
     refs: AtomicU32,
-    /// Where the pool's queue keeps the task (`crate::queue::location`).
+    /// Where the pool's queue keeps the task ([`crate::queue::location`]).
     /// Four bytes, not eight: a pool cannot hold 2^31 tasks (that is
     /// hundreds of GiB of tasks) and every byte here is paid per pending
     /// task.
@@ -144,7 +144,7 @@ impl Header {
     }
 
     /// Where the pool's queue keeps the task, as the queue encodes it
-    /// (`crate::queue::location`, the only reader and writer). Written
+    /// ([`crate::queue::location`], the only reader and writer). Written
     /// under the pool lock (and, for a task leaving the ready batch, under
     /// the batch's lock).
     #[inline]
@@ -227,7 +227,7 @@ impl Header {
 
     /// Claims the body: true for exactly one caller over the task's life
     /// (the runner, or a cancel that stopped it from running), which then
-    /// owns it; see `crate::once`.
+    /// owns it; see [`crate::task::once`].
     pub(super) fn claim_body(&self) -> bool {
         self.word.fetch_or(u64::from(BODY_TAKEN), Ordering::AcqRel) & u64::from(BODY_TAKEN) == 0
     }
@@ -425,7 +425,7 @@ pub(crate) trait Job: Send + Sync + 'static {
     /// under a pool lock.
     fn cancelled(&self);
     /// The periodic controls, for periodic tasks.
-    fn control(&self) -> Option<&Control> {
+    fn cadence(&self) -> Option<&Cadence> {
         None
     }
     /// Ends a run that returned `again`: the task is still `RUNNING`; this

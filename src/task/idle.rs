@@ -1,5 +1,5 @@
 //! An idle timer's task: fires once something has been idle for a while, where every
-//! activity ([`IdleTimer::touch`]) pushes the deadline back without a heap
+//! activity ([`IdleTimer::touch`](crate::IdleTimer::touch)) pushes the deadline back without a heap
 //! operation.
 //!
 //! # Invariants
@@ -26,8 +26,8 @@ struct Activity {
     fired: bool,
 }
 
-/// The task behind an [`IdleTimer`]. `repr(C)`: the one-shot, and so its
-/// header, comes first (see `crate::task_ptr`).
+/// The task behind an [`IdleTimer`](crate::IdleTimer). `repr(C)`: the one-shot, and so its
+/// header, comes first (see [`crate::task::ptr`]).
 #[repr(C)]
 pub(crate) struct IdleTask<T, F> {
     once: OnceTask<T, F>,

@@ -2,19 +2,20 @@
 //! cell, the thin counted pointer that holds a task, and the bodies (one
 //! shot, periodic with its policies and controls, idle timer).
 //!
-//! Layers inside, each using only those before it: `policy` (the public
-//! periodic policies) and `kind`, `calendar` (a calendar task's plan: its
-//! schedule and wall-clock fire), `control` (a periodic task's controls and next-run
-//! arithmetic), `header` (the header, its state word and the `Job` trait),
-//! `completion` (the result cell), `ptr` (the pointer), then the bodies
-//! `once`, `periodic` and `idle`; with feature `tokio`, `async_body` (one
-//! run of an async body, on a tokio runtime).
+//! Layers inside, each using only those before it: [`policy`] (the public
+//! periodic policies) and [`kind`], [`calendar`] (a calendar task's plan:
+//! its schedule and wall-clock fire), [`cadence`] (a periodic task's
+//! cadence, controls and next-run arithmetic), [`header`] (the header, its
+//! state word and the `Job` trait), [`completion`] (the result cell),
+//! [`ptr`] (the pointer), then the bodies [`once`], [`periodic`] and
+//! [`idle`]; with feature `tokio`, `async_body` (one run of an async
+//! body, on a tokio runtime).
 
 #[cfg(feature = "tokio")]
 pub(crate) mod async_body;
+pub(crate) mod cadence;
 pub(crate) mod calendar;
 pub(crate) mod completion;
-pub(crate) mod control;
 pub(crate) mod header;
 pub(crate) mod idle;
 pub(crate) mod kind;

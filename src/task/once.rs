@@ -18,7 +18,7 @@
 //!   null), never replaced, and freed with the task; so a pointer read from
 //!   it stays valid while the task is.
 //! - A waiter creates the cell before it marks the task waited (see
-//!   `crate::completion`), so a cancel that sees the mark finds the cell.
+//!   [`crate::task::completion`]), so a cancel that sees the mark finds the cell.
 
 use std::any::Any;
 use std::marker::PhantomData;
@@ -222,7 +222,7 @@ where
     pub(super) fn cancel_body(&self) {
         let body = self.body.claim(&self.header);
         // Nobody waiting: the cancelled state is the outcome (see
-        // `crate::completion`). A waiter creates the cell before it marks
+        // [`crate::task::completion`]). A waiter creates the cell before it marks
         // the task, so a marked task has one.
         if self.header.was_waited() {
             if let Some(cell) = self.cell.get() {

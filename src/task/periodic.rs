@@ -1,4 +1,4 @@
-//! A periodic task's body and its next-run arithmetic: [`Control`] (the
+//! A periodic task's body and its next-run arithmetic: [`Cadence`] (the
 //! period or calendar plan, options, grid point and counters) and
 //! [`PeriodicTask`], which runs fixed-rate, fixed-delay and calendar tasks
 //! alike.
@@ -28,10 +28,10 @@ use std::sync::Arc;
 use crate::base::clock::{after, Clock, Nanos};
 use crate::base::error::{drop_quietly, TaskError};
 use crate::base::sync::{Mutex, Ordering};
+use crate::task::cadence::Cadence;
 use crate::task::calendar::Check;
 use crate::task::completion::give_cell;
 use crate::task::completion::Completion;
-use crate::task::control::Control;
 use crate::task::header::{Caught, EndOfRun, Header, Job, Ran};
 use crate::task::policy::{Next, OnFailure, RunOutcome};
 
@@ -42,11 +42,11 @@ pub(crate) struct PeriodicTask<F> {
     body: Mutex<Option<F>>,
     /// Shared with handles (periodic tasks are few: the cell is eager).
     completion: Arc<Completion<()>>,
-    control: Control,
+    control: Cadence,
 }
 
 impl<F> PeriodicTask<F> {
-    pub(crate) fn new(header: Header, body: F, control: Control) -> Self {
+    pub(crate) fn new(header: Header, body: F, control: Cadence) -> Self {
         PeriodicTask {
             header,
             body: Mutex::new(Some(body)),
@@ -73,7 +73,7 @@ where
         give_cell(out, || Arc::clone(&self.completion));
     }
 
-    fn control(&self) -> Option<&Control> {
+    fn cadence(&self) -> Option<&Cadence> {
         Some(&self.control)
     }
 

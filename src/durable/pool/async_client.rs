@@ -7,7 +7,7 @@
 //! - Each verb makes the pool's own checks and seals the payload before
 //!   its future is returned (so the future owns everything and is
 //!   `Send + 'static`), then makes one store call through
-//!   [`AsyncStore`](crate::durable::store::aio::AsyncStore).
+//!   [`AsyncStore`].
 //! - Cancel-safety: each verb is one atomic step in the store. A future
 //!   dropped before it is first polled does nothing; dropped later, the
 //!   step happened entirely or not at all, and only the answer is lost.

@@ -63,7 +63,7 @@ pub(crate) struct Definition<'a> {
     pub(crate) kind: &'a str,
     pub(crate) misfire: Misfire,
     rule_hash: u64,
-    rule_text: &'a str,
+    pub(crate) rule_text: &'a str,
     pub(crate) payload: &'a [u8],
 }
 

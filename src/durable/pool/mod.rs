@@ -4,9 +4,9 @@
 //!
 //! Layers inside, each using only those before it:
 //!
-//! 1. `fires` (fire instants in reports), `job` ([`JobInfo`],
-//!    [`HandlerError`]);
-//! 2. `misfire` ([`Misfire`] and the missed-fire decision, a pure
+//! 1. `fires` (fire instants in reports), `job` ([`JobInfo`](job::JobInfo),
+//!    [`HandlerError`](job::HandlerError));
+//! 2. `misfire` ([`Misfire`](misfire::Misfire) and the missed-fire decision, a pure
 //!    function of what is stored); `calendar_def` (a calendar schedule's
 //!    stored definition); `calendar_fire` (a claimed calendar schedule:
 //!    run it, defer it, or persist a misfire decision);
@@ -16,11 +16,11 @@
 //!    `Inner` holds (the runtime, the settler's channel, a kind's slots);
 //! 4. `runner`: the workers and the acker thread, and how a run's outcome
 //!    settles its item;
-//! 5. `durable_pool`: [`DurablePool`], the public face; `metrics` (feature
+//! 5. `durable_pool`: [`DurablePool`](durable_pool::DurablePool), the public face; `metrics` (feature
 //!    `metrics`): the sampler;
 //! 6. `calendar` (schedule_calendar and replace_calendar), `tx` (the
 //!    verbs in the caller's transaction, feature `postgres`) and
-//!    `builder` ([`DurablePoolBuilder`]): impl blocks of `DurablePool`'s.
+//!    `builder` ([`DurablePoolBuilder`](builder::DurablePoolBuilder)): impl blocks of `DurablePool`'s.
 //!
 //! With feature `tokio`: `async_job` ([`AsyncJob`](crate::durable::AsyncJob),
 //! beside `job`), `async_runner` (async handlers' futures on a runtime and

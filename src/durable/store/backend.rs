@@ -22,6 +22,8 @@ use std::time::Duration;
 // The error type lives in its own leaf file; every verb here returns it, so
 // the files above keep naming it from here.
 pub(crate) use super::error::DurableError;
+use super::ops::DurableOps;
+pub use super::ops::StoredState;
 
 /// When an item becomes due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,17 +174,6 @@ pub enum Cancelled {
     Dead(Vec<u8>),
     /// No such id.
     NotFound,
-}
-
-/// Where a stored item is, as [`DurableBackend::get`] reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoredState {
-    /// Waiting for its due time (or due and not yet claimed).
-    Pending,
-    /// Leased to a holder.
-    InFlight,
-    /// Dead-lettered.
-    Dead,
 }
 
 /// An item as [`DurableBackend::get`] reads it, without claiming it.
@@ -486,6 +477,22 @@ pub trait DurableBackend: Send + Sync + fmt::Debug + 'static {
     /// it gone (the first attempt may have purged it); the store's error
     /// otherwise.
     fn purge(&self, id: &str) -> Result<bool, DurableError>;
+
+    /// The operator's side of the store (listing, counts by kind, paused
+    /// kinds, the audit trail), which
+    /// [`Operator`](crate::durable::Operator) uses. `None` by default: a
+    /// backend of your own without it still works for everything else.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::{DurableBackend, MemoryBackend};
+    ///
+    /// assert!(MemoryBackend::new().ops().is_some());
+    /// ```
+    fn ops(&self) -> Option<&dyn DurableOps> {
+        None
+    }
 
     /// The concrete backend, for verbs beyond this trait (the PostgreSQL
     /// backend's transactional put and cancel, reached from `DurableQueue`

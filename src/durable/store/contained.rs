@@ -43,6 +43,7 @@ use super::backend::{
     Buried, Cancelled, ClaimBatch, Counts, DurableBackend, DurableError, Nack, Put, PutMode,
     Repeat, Stored, When,
 };
+use super::ops::DurableOps;
 use crate::base::error::panic_message;
 
 /// A backend as the crate calls it: shared, and every call contained
@@ -197,6 +198,11 @@ impl DurableBackend for Contained {
 
     fn purge(&self, id: &str) -> Result<bool, DurableError> {
         contain("purge", || self.0.purge(id))
+    }
+
+    fn ops(&self) -> Option<&dyn DurableOps> {
+        // Called from the caller's thread (an operator), never the pool's.
+        self.0.ops()
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

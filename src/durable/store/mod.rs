@@ -3,14 +3,14 @@
 //!
 //! Layers inside, each using only those before it:
 //!
-//! 1. `error` ([`DurableError`], a leaf), `dead_record` (a dead letter's
+//! 1. `error` ([`DurableError`](error::DurableError), a leaf), `dead_record` (a dead letter's
 //!    error in front of its bytes, a leaf);
-//! 2. `backend`: the [`DurableBackend`] trait and the types crossing it;
-//!    `options`: [`ServerOptions`], the timeouts, TLS and strictness every
+//! 2. `backend`: the [`DurableBackend`](backend::DurableBackend) trait and the types crossing it;
+//!    `options`: [`ServerOptions`](options::ServerOptions), the timeouts, TLS and strictness every
 //!    networked store shares (written once, embedded by each store's
 //!    options); `envelope` and `json`: the versioned bytes an item is
-//!    stored as, and [`Payload`];
-//! 3. `contained`: [`Store`], the handle the rest of the crate calls a
+//!    stored as, and [`Payload`](envelope::Payload);
+//! 3. `contained`: [`Store`](contained::Store), the handle the rest of the crate calls a
 //!    backend through (a panic in the backend becomes an error);
 //!    `tx`: [`InTransaction`](tx::InTransaction), a caller's transaction the
 //!    `*_in` verbs write through (features `postgres`, `sqlite`);
@@ -36,6 +36,8 @@ pub(crate) mod error;
 #[cfg(feature = "serde")]
 pub(crate) mod json;
 pub(crate) mod memory;
+pub(crate) mod ops;
+pub(crate) mod ops_read;
 #[cfg(any(feature = "redis", feature = "postgres"))]
 pub(crate) mod options;
 #[cfg(feature = "postgres")]

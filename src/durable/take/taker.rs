@@ -6,7 +6,7 @@
 //! as there are takers plus the `prefetch` (zero for a `DurableQueue`; a
 //! `DurablePool` sets it from how fast its handlers run, so one claim
 //! serves a batch of fast jobs), hands them over through the buffer, and
-//! when nothing is due sleeps in [`DurableBackend::wait`] for the backend's
+//! when nothing is due sleeps in [`DurableBackend::wait`](crate::durable::store::backend::DurableBackend::wait) for the backend's
 //! wait hint, capped by `max_block` so a lost wake-up costs at most that.
 //!
 //! Invariants (under `Local`'s lock):

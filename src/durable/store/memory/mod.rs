@@ -24,11 +24,14 @@ use super::backend::{
     ceil_ms, Buried, Cancelled, ClaimBatch, Claimed, Counts, DurableBackend, DurableError, Nack,
     Put, PutMode, Repeat, Stored, StoredState, When, MAX_MS,
 };
+use super::ops::DurableOps;
 use crate::base::clock::{Clock, ClockListener};
 use crate::ManualClock;
 
 // The dead-letter verbs (bury, requeue, purge, the listing).
 mod dead;
+// The operator's side (listing, counts, paused kinds, audit).
+mod ops;
 // The state under the lock.
 mod state;
 
@@ -274,6 +277,7 @@ impl DurableBackend for MemoryBackend {
             .due
             .iter()
             .take_while(|(score, _)| *score <= now)
+            .filter(|(_, id)| s.claimable(id))
             .take(max)
             .map(|(_, id)| id.clone())
             .collect();
@@ -295,7 +299,8 @@ impl DurableBackend for MemoryBackend {
             });
             s.set(&id, Place::Lease(expiry));
         }
-        let next = [s.due.first(), s.lease.first()]
+        let head = s.due.iter().find(|(_, id)| s.claimable(id));
+        let next = [head, s.lease.first()]
             .into_iter()
             .flatten()
             .map(|(score, _)| *score)
@@ -491,6 +496,10 @@ impl DurableBackend for MemoryBackend {
 
     fn purge(&self, id: &str) -> Result<bool, DurableError> {
         self.purge_item(id)
+    }
+
+    fn ops(&self) -> Option<&dyn DurableOps> {
+        Some(self)
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

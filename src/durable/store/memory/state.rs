@@ -6,7 +6,10 @@
 //! `dead`, under the score its `Item::place` records (`set` and `remove`
 //! keep the sets and the place together); `tokens` only grows.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::durable::store::ops::{AuditEntry, StoredState};
+use crate::durable::store::ops_read::stored_kind;
 
 use crate::durable::store::backend::RECEIPT_MS;
 
@@ -21,6 +24,10 @@ pub(super) struct State {
     /// The Redis backend's settle receipts: id → (token, result, expiry),
     /// so a repeated settle with the same token answers as the first did.
     pub(super) receipts: HashMap<String, (u64, u64, u64)>,
+    /// Paused kinds: kind → (by, at ms).
+    pub(super) paused: BTreeMap<String, (String, u64)>,
+    /// The audit trail, oldest first (seq = index + 1).
+    pub(super) audit: Vec<AuditEntry>,
 }
 
 pub(super) struct Item {
@@ -93,6 +100,14 @@ impl State {
         self.items
             .get(id)
             .is_some_and(|i| i.token == token && matches!(i.place, Place::Lease(_)))
+    }
+
+    /// True when the pending item `id` may be claimed: its kind is not paused.
+    pub(super) fn claimable(&self, id: &str) -> bool {
+        self.paused.is_empty()
+            || !self
+                .paused
+                .contains_key(stored_kind(StoredState::Pending, &self.items[id].envelope))
     }
 
     pub(super) fn next_token(&mut self) -> u64 {

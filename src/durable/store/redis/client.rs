@@ -285,7 +285,7 @@ impl RedisClient {
         self.invoke_for(None, idempotent, script, args)
     }
 
-    /// As `invoke`, for a settling script: KEYS[8] is the item's receipt
+    /// As `invoke`, for a settling script: `KEYS[8]` is the item's receipt
     /// key, where the script leaves the token it settled with for
     /// `RECEIPT_MS`. A retry after a lost reply finds it and answers as the
     /// first attempt did, instead of "not held" (a retried ack whose first

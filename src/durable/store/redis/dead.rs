@@ -20,7 +20,7 @@ use super::scripts::script;
 use crate::durable::store::backend::{Buried, DurableError};
 use crate::durable::store::dead_record;
 
-/// ARGV: id, token, dead record. KEYS[8]: the item's receipt. Returns 1
+/// ARGV: id, token, dead record. `KEYS[8]`: the item's receipt. Returns 1
 /// when buried (now, or by an earlier attempt with this token), 0 when the
 /// token no longer holds it.
 fn bury() -> String {

@@ -38,6 +38,7 @@ use crate::durable::store::backend::{
     Stored, When,
 };
 use crate::durable::store::error::DurableError;
+use crate::durable::store::ops::DurableOps;
 
 /// A [`DurableBackend`] in one SQLite file: durable timeouts with no
 /// server. Several processes of one host share the file (WAL mode,
@@ -183,7 +184,7 @@ impl SqliteBackend {
     }
 
     /// Runs a read-only `step` (one snapshot) on a pooled connection.
-    fn read<R>(
+    pub(super) fn read<R>(
         &self,
         step: impl FnOnce(&Connection) -> Result<R, DurableError>,
     ) -> Result<R, DurableError> {
@@ -206,7 +207,7 @@ impl SqliteBackend {
 
     /// Wakes this process's waiters when `head` (a commit made something
     /// due earlier).
-    fn wake_if(&self, head: bool) {
+    pub(super) fn wake_if(&self, head: bool) {
         if head {
             self.signal.bump();
         }
@@ -377,6 +378,10 @@ impl DurableBackend for SqliteBackend {
     fn purge(&self, id: &str) -> Result<bool, DurableError> {
         let q = &self.queue;
         self.write("purge", |c, _| dead::purge(c, q, id))
+    }
+
+    fn ops(&self) -> Option<&dyn DurableOps> {
+        Some(self)
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

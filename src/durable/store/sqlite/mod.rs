@@ -18,6 +18,7 @@
 mod backend;
 mod dead;
 mod error;
+mod ops;
 mod options;
 mod schema;
 mod steps;

@@ -17,6 +17,9 @@
 //! - Every loop is bounded: reclaim ≤ 100 expired leases, claim ≤ `max`.
 //! - Every lookup by id uses the primary key, every range the
 //!   `(queue, state, score, id)` index: O(log n).
+//! - Every put stores the envelope's kind in `kind`; claims, and the head
+//!   a put or a waiter compares with, skip pending items whose kind is in
+//!   `schedpool_paused` (they are passed over, one index step each).
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -27,6 +30,7 @@ use crate::durable::store::backend::{
 };
 use crate::durable::store::dead_record;
 use crate::durable::store::error::DurableError;
+use crate::durable::store::ops_read::stored_kind;
 
 /// The most expired leases one claim moves back.
 const RECLAIM: i64 = 100;
@@ -48,6 +52,13 @@ fn tokens(c: &Connection, n: i64) -> Result<i64, DurableError> {
         .map_err(|e| map("drawing a token", e))
 }
 
+/// True when some kind of queue `q` is paused (claims then skip its items).
+pub(super) fn any_paused(c: &Connection, q: &str) -> Result<bool, DurableError> {
+    c.prepare_cached("SELECT EXISTS (SELECT 1 FROM schedpool_paused WHERE queue = ?1)")
+        .and_then(|mut s| s.query_row([q], |r| r.get(0)))
+        .map_err(|e| map("reading the paused kinds", e))
+}
+
 /// Draws one token.
 pub(super) fn next_token(c: &Connection) -> Result<i64, DurableError> {
     tokens(c, 1)
@@ -62,7 +73,8 @@ pub(super) fn head_at(c: &Connection, q: &str, id: &str, at: u64) -> Result<bool
 fn is_head(c: &Connection, q: &str, id: &str, score: i64) -> Result<bool, DurableError> {
     c.prepare_cached(
         "SELECT NOT EXISTS (SELECT 1 FROM schedpool_items WHERE queue = ?1 AND state = 0 \
-         AND (score < ?3 OR (score = ?3 AND id < ?2)))",
+         AND (score < ?3 OR (score = ?3 AND id < ?2)) \
+         AND kind NOT IN (SELECT kind FROM schedpool_paused WHERE queue = ?1))",
     )
     .and_then(|mut s| s.query_row(params![q, id, score], |r| r.get(0)))
     .map_err(|e| map("reading the head", e))
@@ -116,12 +128,16 @@ pub(super) fn put(
     }
     let token = tokens(c, 1)?;
     c.prepare_cached(
-        "INSERT INTO schedpool_items (queue, id, state, score, deadline, due, token, attempts, envelope) \
-         VALUES (?1, ?2, 0, ?3, ?3, ?3, ?4, 0, ?5) \
+        "INSERT INTO schedpool_items (queue, id, state, score, deadline, due, token, attempts, envelope, kind) \
+         VALUES (?1, ?2, 0, ?3, ?3, ?3, ?4, 0, ?5, ?6) \
          ON CONFLICT (queue, id) DO UPDATE SET state = 0, score = ?3, deadline = ?3, due = ?3, \
-           token = ?4, attempts = 0, envelope = ?5, r_token = NULL, r_result = NULL, r_expires = NULL",
+           token = ?4, attempts = 0, envelope = ?5, kind = ?6, r_token = NULL, r_result = NULL, \
+           r_expires = NULL",
     )
-    .and_then(|mut s| s.execute(params![q, id, d, token, envelope]))
+    .and_then(|mut s| {
+        let kind = stored_kind(StoredState::Pending, envelope);
+        s.execute(params![q, id, d, token, envelope, kind])
+    })
     .map_err(|e| map("put", e))?;
     let deadline_ms = ms(d);
     let put = if live {
@@ -161,11 +177,16 @@ pub(super) fn claim(
     )
     .and_then(|mut s| s.execute(params![q, now_i, max_attempts, RECLAIM]))
     .map_err(m)?;
+    let paused = any_paused(c, q)?;
     let ids: Vec<String> = c
-        .prepare_cached(
+        .prepare_cached(if paused {
             "SELECT id FROM schedpool_items WHERE queue = ?1 AND state = 0 AND score <= ?2 \
-             ORDER BY score, id LIMIT ?3",
-        )
+             AND kind NOT IN (SELECT kind FROM schedpool_paused WHERE queue = ?1) \
+             ORDER BY score, id LIMIT ?3"
+        } else {
+            "SELECT id FROM schedpool_items WHERE queue = ?1 AND state = 0 AND score <= ?2 \
+             ORDER BY score, id LIMIT ?3"
+        })
         .and_then(|mut s| {
             s.query_map(params![q, now_i, max_i], |r| r.get(0))?
                 .collect()
@@ -201,10 +222,15 @@ pub(super) fn claim(
         }
     }
     let (pending, leased): (Option<i64>, Option<i64>) = c
-        .prepare_cached(
+        .prepare_cached(if paused {
+            "SELECT (SELECT score FROM schedpool_items WHERE queue = ?1 AND state = 0 \
+                       AND kind NOT IN (SELECT kind FROM schedpool_paused WHERE queue = ?1) \
+                       ORDER BY score LIMIT 1), \
+                    (SELECT min(score) FROM schedpool_items WHERE queue = ?1 AND state = 1)"
+        } else {
             "SELECT (SELECT min(score) FROM schedpool_items WHERE queue = ?1 AND state = 0), \
-                    (SELECT min(score) FROM schedpool_items WHERE queue = ?1 AND state = 1)",
-        )
+                    (SELECT min(score) FROM schedpool_items WHERE queue = ?1 AND state = 1)"
+        })
         .and_then(|mut s| s.query_row(params![q], |r| Ok((r.get(0)?, r.get(1)?))))
         .map_err(m)?;
     let next = match (pending, leased) {

@@ -115,12 +115,17 @@ fn data_version(conn: &Connection) -> Result<i64, DurableError> {
         .map_err(|e| map("polling for other processes' commits", e))
 }
 
-/// The queue's earliest pending due time (ms), `NONE` when none.
+/// The queue's earliest pending due time of a kind not paused (ms), `NONE`
+/// when none.
 fn head(conn: &Connection, queue: &str) -> Result<u64, DurableError> {
-    conn.prepare_cached("SELECT min(score) FROM schedpool_items WHERE queue = ?1 AND state = 0")
-        .and_then(|mut s| s.query_row([queue], |r| r.get::<_, Option<i64>>(0)))
-        .map(|h| h.map_or(NONE, |h| u64::try_from(h).unwrap_or(0)))
-        .map_err(|e| map("reading the head", e))
+    conn.prepare_cached(
+        "SELECT (SELECT score FROM schedpool_items WHERE queue = ?1 AND state = 0 \
+         AND kind NOT IN (SELECT kind FROM schedpool_paused WHERE queue = ?1) \
+         ORDER BY score LIMIT 1)",
+    )
+    .and_then(|mut s| s.query_row([queue], |r| r.get::<_, Option<i64>>(0)))
+    .map(|h| h.map_or(NONE, |h| u64::try_from(h).unwrap_or(0)))
+    .map_err(|e| map("reading the head", e))
 }
 
 impl Waiter {

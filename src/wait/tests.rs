@@ -159,7 +159,7 @@ fn a_successor_made_leader_and_woken_early_spins_to_the_head() {
     // machine, turns spinning off too.)
     let quiet = {
         let state = shared.state.lock();
-        state.leader.quiet_until.is_some() || state.leader.loaded_until.is_some()
+        state.leader.load.quiet_until.is_some() || state.leader.load.loaded_until.is_some()
     };
     if quiet {
         // (Either taker's late timer may have turned it off.)
@@ -199,19 +199,22 @@ fn a_successor_timed_too_late_is_woken_instead() {
 #[test]
 fn a_late_wake_up_turns_spinning_off_for_a_while() {
     let mut leader = Leader::default();
-    assert!(!leader.cores_taken(), "a new leader may spin");
+    assert!(!leader.load.cores_taken(), "a new leader may spin");
     assert!(!leader.woke_late(40_000, true), "40 µs late: an idle vCPU");
-    assert!(!leader.cores_taken());
-    assert!(leader.woke_late(super::CONTENDED_WAKE + 1, true));
-    leader.loaded_until = None; // (the machine's load may have started one)
-    assert!(leader.cores_taken(), "spinning is off after a late wake-up");
-    leader.quiet_until = Some(std::time::Instant::now());
+    assert!(!leader.load.cores_taken());
+    assert!(leader.woke_late(crate::wait::load::CONTENDED_WAKE + 1, true));
+    leader.load.loaded_until = None; // (the machine's load may have started one)
+    assert!(
+        leader.load.cores_taken(),
+        "spinning is off after a late wake-up"
+    );
+    leader.load.quiet_until = Some(std::time::Instant::now());
     thread::sleep(Duration::from_millis(1));
     assert!(
-        !leader.cores_taken(),
+        !leader.load.cores_taken(),
         "and on again once the quiet time passed"
     );
-    assert_eq!(leader.quiet_until, None);
+    assert_eq!(leader.load.quiet_until, None);
 }
 
 /// A spin that shares the cores with many busy threads is descheduled, and
@@ -236,7 +239,7 @@ fn a_spin_reports_being_descheduled() {
         .collect();
     let kick = AtomicBool::new(false);
     let preempted =
-        crate::base::sync::spin_until(&kick, Instant::now() + Duration::from_millis(300));
+        crate::wait::spin::spin_until(&kick, Instant::now() + Duration::from_millis(300));
     stop.store(true, Ordering::Relaxed);
     for b in busy {
         b.join().unwrap();
@@ -248,29 +251,29 @@ fn a_spin_reports_being_descheduled() {
 
     let kick = AtomicBool::new(true);
     assert!(
-        !crate::base::sync::spin_until(&kick, Instant::now() + Duration::from_secs(1)),
+        !crate::wait::spin::spin_until(&kick, Instant::now() + Duration::from_secs(1)),
         "a kicked spin returns at once"
     );
 }
 
-/// A wake-up [`super::LOADED_WAKE`] late starts a loaded spell only if other
+/// A wake-up [`crate::wait::load::LOADED_WAKE`] late starts a loaded spell only if other
 /// threads held the CPUs (not a paused vCPU); the spell ends by itself.
 #[test]
 fn a_loaded_spell_starts_only_on_a_busy_host_and_ends() {
     let mut leader = Leader::default();
-    assert!(!leader.loaded());
-    leader.note_load(|| false);
-    assert!(!leader.loaded(), "nothing else was runnable: no spell");
-    leader.note_load(|| true);
-    assert!(leader.loaded(), "other threads held the CPUs");
-    assert!(leader.cores_taken(), "nobody spins in a loaded spell");
+    assert!(!leader.load.loaded());
+    leader.load.note_load(|| false);
+    assert!(!leader.load.loaded(), "nothing else was runnable: no spell");
+    leader.load.note_load(|| true);
+    assert!(leader.load.loaded(), "other threads held the CPUs");
+    assert!(leader.load.cores_taken(), "nobody spins in a loaded spell");
     let now = Clock::Real.now();
-    assert!(leader.loaded_at(now));
-    leader.loaded_until = Some(crate::base::clock::to_instant(now));
-    assert!(!leader.loaded_at(now + MS));
+    assert!(leader.load.loaded_at(now));
+    leader.load.loaded_until = Some(crate::base::clock::to_instant(now));
+    assert!(!leader.load.loaded_at(now + MS));
     thread::sleep(Duration::from_millis(1));
-    assert!(!leader.loaded(), "the spell ended");
-    assert_eq!(leader.loaded_until, None);
+    assert!(!leader.load.loaded(), "the spell ended");
+    assert_eq!(leader.load.loaded_until, None);
 }
 
 /// A waiter that follows a leader that never wakes (one the scheduler left
@@ -285,7 +288,7 @@ fn follower_of_a_stalled_leader(loaded: bool) -> (Nanos, Nanos, Nanos) {
         let mut state = shared.state.lock();
         state.leader.current = Some(u64::MAX); // never wakes
         if loaded {
-            state.leader.note_load(|| true);
+            state.leader.load.note_load(|| true);
         }
     }
     let b = taker(&shared, "b");
@@ -308,26 +311,26 @@ fn outside_a_loaded_spell_the_successor_times_the_second_item() {
     assert!(at >= d2, "it woke {} ms before d2", (d2 - at) / MS);
 }
 
-/// Only a wake-up over [`super::LOADED_WAKE`] late reads the load, and not
+/// Only a wake-up over [`crate::wait::load::LOADED_WAKE`] late reads the load, and not
 /// again within a second of a renewal; a spell turns spinning off at once.
 #[test]
 fn only_a_wake_up_a_millisecond_late_probes_the_load() {
     let mut leader = Leader::default();
     let mut probed = false;
-    let off = leader.woke_late_probing(super::LOADED_WAKE - 1, false, || {
+    let off = leader.woke_late_probing(crate::wait::load::LOADED_WAKE - 1, false, || {
         probed = true;
         true
     });
-    assert!(!off && !probed && !leader.loaded());
-    assert!(!leader.woke_late_probing(super::LOADED_WAKE + 1, false, || false));
-    assert!(!leader.loaded(), "nothing else was runnable: no spell");
+    assert!(!off && !probed && !leader.load.loaded());
+    assert!(!leader.woke_late_probing(crate::wait::load::LOADED_WAKE + 1, false, || false));
+    assert!(!leader.load.loaded(), "nothing else was runnable: no spell");
     assert!(
-        leader.woke_late_probing(super::LOADED_WAKE + 1, false, || true),
+        leader.woke_late_probing(crate::wait::load::LOADED_WAKE + 1, false, || true),
         "spinning is off from the wake-up that starts a spell"
     );
-    assert!(leader.loaded());
+    assert!(leader.load.loaded());
     let mut probed = false;
-    leader.woke_late_probing(super::LOADED_WAKE + 1, false, || {
+    leader.woke_late_probing(crate::wait::load::LOADED_WAKE + 1, false, || {
         probed = true;
         true
     });

@@ -1,12 +1,13 @@
-//! A periodic task's controls: its cadence (a period, or a calendar
-//! [`Plan`]), options, grid point and counters, and the next-run arithmetic.
+//! A periodic task's cadence: its period (fixed rate or fixed delay) or a
+//! calendar [`Plan`], its options, grid point and counters, and the
+//! next-run arithmetic.
 //!
 //! # Invariants
 //!
 //! - A fixed-rate or fixed-delay task has a period and no plan; a calendar
 //!   task has a plan and a period of zero, never read.
 //! - For a calendar task, jitter is added to the wall-clock target by the
-//!   plan, so [`Control::schedule_at`] adds none of its own.
+//!   plan, so [`Cadence::schedule_at`] adds none of its own.
 
 use crate::base::clock::{delay_nanos, Clock, Nanos};
 use crate::base::sync::{AtomicU64, Mutex, Ordering};
@@ -15,7 +16,7 @@ use crate::task::kind::Kind;
 use crate::task::policy::{MissedTicks, OnFailure, Options};
 
 /// The non-generic state of a periodic task.
-pub(crate) struct Control {
+pub(crate) struct Cadence {
     /// The period (fixed rate) or delay (fixed delay), in nanoseconds.
     pub(super) period: AtomicU64,
     pub(super) options: Options,
@@ -32,9 +33,9 @@ pub(crate) struct Control {
     plan: Option<Box<Plan>>,
 }
 
-impl Control {
+impl Cadence {
     pub(crate) fn new(period: Nanos, options: Options, nominal: Nanos, seq: u64) -> Self {
-        Control {
+        Cadence {
             period: AtomicU64::new(period),
             options,
             nominal: AtomicU64::new(nominal),
@@ -51,9 +52,9 @@ impl Control {
     /// The controls of a calendar task; [`Plan::first`] then plans its
     /// first run.
     pub(crate) fn calendar(options: Options, plan: Plan, now: Nanos, seq: u64) -> Self {
-        Control {
+        Cadence {
             plan: Some(Box::new(plan)),
-            ..Control::new(0, options, now, seq)
+            ..Cadence::new(0, options, now, seq)
         }
     }
 
