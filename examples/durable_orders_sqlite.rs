@@ -5,6 +5,12 @@
 //! early, paid orders stay paid, and the rolled-back checkouts never fire.
 //!
 //! `cargo run --release --features sqlite --example durable_orders_sqlite`
+//!
+//! It then leaves a shop in mid-day at `/tmp/orders.db` (the system's temp
+//! dir) for the operator's tools to look at: order timeouts pending, card
+//! charges dead-lettered, and a paused kind whose due items wait:
+//!
+//! `cargo run -p schedpool-cli --features sqlite -- console --queue orders sqlite:/tmp/orders.db`
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -12,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, TransactionBehavior};
-use schedpool::durable::{DurableError, DurablePool, SqliteBackend};
+use schedpool::durable::{DurableError, DurablePool, Operator, SqliteBackend};
 
 const ORDERS_PER_PROCESS: i64 = 300;
 
@@ -194,5 +200,76 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(admin);
     let _ = std::fs::remove_dir_all(&dir);
     println!("ok");
+    let kept = std::env::temp_dir().join("orders.db");
+    leave_a_shop_for_the_console(&kept)?;
+    println!(
+        "left a shop in mid-day at {}: cargo run -p schedpool-cli --features sqlite -- console --queue orders sqlite:{}",
+        kept.display(),
+        kept.display()
+    );
+    Ok(())
+}
+
+/// A store for `schedpool` and its console to show (a new file at `path`):
+/// 40 order timeouts pending, 4 card charges dead-lettered with their
+/// error, and 3 receipts due now in the kind `send-receipt`, paused, so
+/// they wait (the console's lag).
+fn leave_a_shop_for_the_console(path: &Path) -> Result<(), DurableError> {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let shop = DurablePool::producer(SqliteBackend::open(path, "orders")?)?;
+    for n in 0..40u64 {
+        let delay = Duration::from_secs(5 * 60 + n * 37);
+        shop.schedule(
+            "close-order",
+            &format!("order-{}", 7000 + n),
+            &(7000 + n),
+            delay,
+        )?;
+    }
+    let ops = Operator::new(SqliteBackend::open(path, "orders")?);
+    ops.pause_kind("send-receipt", "demo")?;
+    for n in 0..3u64 {
+        let receipt = format!(
+            "{{\"order\":{},\"to\":\"customer-{n}@example.com\"}}",
+            7100 + n
+        );
+        shop.schedule(
+            "send-receipt",
+            &format!("receipt-{}", 7100 + n),
+            &receipt,
+            Duration::ZERO,
+        )?;
+    }
+    for n in 0..4u64 {
+        let charge = format!(
+            "{{\"order\":{},\"amount_cents\":{}}}",
+            7200 + n,
+            1999 + n * 500
+        );
+        shop.schedule(
+            "charge-card",
+            &format!("charge-{}", 7200 + n),
+            &charge,
+            Duration::ZERO,
+        )?;
+    }
+    let cards = DurablePool::builder(SqliteBackend::open(path, "orders")?)
+        .threads(1)
+        .max_attempts(2)
+        .retry_backoff(Duration::from_millis(10), Duration::from_millis(10))
+        .handler("charge-card", |_: &String, _job| {
+            Err("card declined: insufficient funds".into())
+        })
+        .build()?;
+    let limit = Instant::now() + Duration::from_secs(30);
+    while cards.counts()?.dead < 4 {
+        assert!(Instant::now() < limit, "the charges did not dead-letter");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cards.shutdown();
+    cards.await_termination(Duration::from_secs(5));
+    shop.shutdown();
     Ok(())
 }

@@ -15,4 +15,5 @@
 pub(super) mod bulk;
 pub(super) mod operator;
 pub(super) mod schedules;
+mod single;
 mod verbs;
