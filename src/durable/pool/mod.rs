@@ -33,7 +33,7 @@ pub(crate) mod async_client;
 pub(crate) mod async_job;
 #[cfg(feature = "tokio")]
 mod async_runner;
-#[cfg(all(feature = "tokio", feature = "postgres"))]
+#[cfg(all(feature = "tokio", any(feature = "postgres", feature = "sqlx-sqlite")))]
 mod async_tx;
 pub(crate) mod builder;
 #[cfg(feature = "tokio")]
