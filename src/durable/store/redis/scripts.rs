@@ -41,9 +41,9 @@ local function wake_if_head(id, score)
   local head = redis.call('ZRANGE', KEYS[1], 0, 0)
   if head[1] == id then redis.call('ZADD', KEYS[5], score, 'w') end
 end
--- Settling scripts get `KEYS[8]`, the item's receipt: "token:result",
+-- Settling scripts get KEYS[8], the item's receipt: "token:result",
 -- kept RECEIPT_MS so a retried settle answers as its first attempt did
--- (ack_many gets one receipt key an item, from `KEYS[8]` on).
+-- (ack_many gets one receipt key an item, from KEYS[8] on).
 local function write_receipt_at(key, token, result)
   redis.call('SET', key, token .. ':' .. result, 'PX', RECEIPT_MS)
 end
@@ -54,8 +54,8 @@ local function receipt_at(key, token)
   if tok == token then return result end
   return nil
 end
-local function write_receipt(token, result) write_receipt_at(`KEYS[8]`, token, result) end
-local function receipt(token) return receipt_at(`KEYS[8]`, token) end
+local function write_receipt(token, result) write_receipt_at(KEYS[8], token, result) end
+local function receipt(token) return receipt_at(KEYS[8], token) end
 local function holds(id, token)
   local m = redis.call('HGET', KEYS[4], id)
   if not m then return nil end
