@@ -200,3 +200,16 @@ mod postgres {
         assert_eq!(ops.inspect("m-1").unwrap().unwrap().payload, b"hello");
     }
 }
+
+#[cfg(feature = "redis")]
+mod redis {
+    use super::redis_support::Redis;
+    use schedpool::durable::RedisBackend;
+
+    #[test]
+    fn pause_survives_restart() {
+        let server = Redis::start();
+        let url = server.url();
+        super::pause_survives_restart(|| RedisBackend::connect(&url, "q").unwrap());
+    }
+}
