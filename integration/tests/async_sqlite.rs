@@ -217,6 +217,19 @@ async fn the_async_client_verbs_on_sqlite() {
     async_support::verbs(p, c).await;
 }
 
+/// Waits until the pending count holds still for 1 s: a dropped future's
+/// call on the blocking pool still completes, after its drop.
+async fn quiet(client: &schedpool::durable::AsyncClient) {
+    let (mut last, mut still) = (usize::MAX, 0);
+    let until = Instant::now() + EVENTUALLY;
+    while still < 5 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = client.counts().await.unwrap().pending;
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+}
+
 /// Futures dropped mid-way (after 0 to 2 ms) leave each item stored whole
 /// or not at all: every item found decodes to the value it was put with,
 /// and the store's count is the number found.
@@ -234,16 +247,7 @@ async fn futures_dropped_mid_way_leave_nothing_half_done() {
         let _ =
             tokio::time::timeout(cut, client.schedule("close", &format!("d{i}"), &i, hour)).await;
     }
-    // A dropped future's blocking call still completes: wait for quiet.
-    let mut last = usize::MAX;
-    loop {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let now = client.counts().await.unwrap().pending;
-        if now == last {
-            break;
-        }
-        last = now;
-    }
+    quiet(&client).await;
     let mut found = 0;
     for i in 0..200u64 {
         if let Some(item) = client.get(&format!("d{i}")).await.unwrap() {
@@ -257,7 +261,7 @@ async fn futures_dropped_mid_way_leave_nothing_half_done() {
         let cut = Duration::from_micros(i * 10 % 2_000);
         let _ = tokio::time::timeout(cut, client.cancel(&format!("d{i}"))).await;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    quiet(&client).await;
     let mut left = 0;
     for i in 0..200u64 {
         if let Some(item) = client.get(&format!("d{i}")).await.unwrap() {
