@@ -2,10 +2,11 @@
 //!
 //! A scheduled thread pool and a delay queue: Java's
 //! `ScheduledThreadPoolExecutor` and `DelayQueue`, ported with their
-//! semantics, plus a cancel that drops the closure at once and takes a
-//! pending task out of the queue in O(log n) (see
-//! [`ScheduledHandle::cancel`] for the exact rule), async handles and a
-//! virtual clock for tests.
+//! semantics, plus a cancel that never waits on the pool lock, drops the
+//! closure and uncounts the task at once, and leaves its queue node to
+//! the workers, which reclaim it within 10 ms (see
+//! [`ScheduledHandle::cancel`] for the exact promise), async handles and
+//! a virtual clock for tests.
 //!
 //! ```
 //! use std::time::Duration;
@@ -15,7 +16,7 @@
 //!
 //! // Close an unpaid order after its payment window ...
 //! let timeout = pool.schedule(|| "order 42 closed", Duration::from_millis(50))?;
-//! // ... unless it is paid first: cancel drops the task at once.
+//! // ... unless it is paid first: cancel drops the closure at once.
 //! let paid = pool.schedule(|| "order 43 closed", Duration::from_millis(50))?;
 //! assert!(paid.cancel());
 //!

@@ -33,6 +33,7 @@ mod inbox;
 #[cfg(feature = "metrics")]
 mod metrics;
 pub(crate) mod periodic;
+mod removals;
 mod report;
 mod run_state;
 #[cfg(feature = "metrics")]
