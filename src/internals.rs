@@ -110,6 +110,15 @@ pub fn pool_heap_index<T: 'static>(handle: &ScheduledHandle<T>) -> Option<usize>
     crate::queue::check::queued_code(header)
 }
 
+/// The nodes `handle`'s pool queue holds right now, those of cancelled
+/// tasks not yet reclaimed included: read under the pool lock without
+/// reclaiming (every other way to the lock reclaims first), for the tests
+/// of the reclaim bound (`tests/cancel_reclaim.rs`).
+pub fn pool_queue_nodes<T: 'static>(handle: &ScheduledHandle<T>) -> usize {
+    let (_, shared) = handle.internals();
+    shared.queue_nodes()
+}
+
 /// The durable queue's in-process leader/follower, for the loom models in
 /// `tests/loom/durable_handoff.rs` (which drive it with a fake backend).
 #[derive(Debug)]

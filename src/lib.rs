@@ -2,10 +2,11 @@
 //!
 //! A scheduled thread pool and a delay queue: Java's
 //! `ScheduledThreadPoolExecutor` and `DelayQueue`, ported with their
-//! semantics, plus a cancel that drops the closure at once and takes a
-//! pending task out of the queue in O(log n) (see
-//! [`ScheduledHandle::cancel`] for the exact rule), async handles and a
-//! virtual clock for tests.
+//! semantics, plus a cancel that never waits on the pool lock, drops the
+//! closure and uncounts the task at once, and leaves its queue node to
+//! the workers, which reclaim it within 10 ms (see
+//! [`ScheduledHandle::cancel`] for the exact promise), async handles and
+//! a virtual clock for tests.
 //!
 //! ```
 //! use std::time::Duration;
@@ -15,7 +16,7 @@
 //!
 //! // Close an unpaid order after its payment window ...
 //! let timeout = pool.schedule(|| "order 42 closed", Duration::from_millis(50))?;
-//! // ... unless it is paid first: cancel drops the task at once.
+//! // ... unless it is paid first: cancel drops the closure at once.
 //! let paid = pool.schedule(|| "order 43 closed", Duration::from_millis(50))?;
 //! assert!(paid.cancel());
 //!
@@ -49,6 +50,10 @@
 //!   `calendar` feature a cron expression, a daily time or an aligned
 //!   interval in an IANA time zone, with daylight-saving policies), never
 //!   early by the wall clock, with a periodic task's handle and controls.
+//! - Async bodies (feature `tokio`): `pool.schedule_async(|| async { .. }, delay)`
+//!   and `start_async` on [`Periodic`] and [`OnCalendar`] run a future per run on
+//!   a tokio runtime while the pool keeps the timing; the `AsyncHandle` adds
+//!   `abort` and gives the future's output (guide section 11).
 //! - [`IdleTimer`] (`pool.idle_timer`): fires once its subject has been idle
 //!   for a while; `touch()` pushes it back without a heap operation.
 //! - [`ManualClock`]: virtual time. Give it to a pool or queue, then
@@ -188,6 +193,9 @@ mod wait;
 pub use base::clock::ManualClock;
 pub use base::error::{BuildError, Panic, Rejected, TaskError};
 pub use delay_queue::{DelayItem, DelayQueue, Delayed, Key};
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use pool::async_handle::AsyncHandle;
 pub use pool::builder::Builder;
 pub use pool::calendar::OnCalendar;
 pub use pool::cancel_guard::CancelOnDrop;

@@ -847,7 +847,7 @@ macro_rules! contract {
                 |server| RedisBackend::connect(&server.url(), "contract").unwrap(),
                 |_first| RedisBackend::connect(&server.url(), "contract").unwrap();
                 $($cases)*
-                twin: []
+                twin: [ops_list_inspect_and_overview, ops_pause_skips_claims, ops_bulk_dead_exactly_once]
             );
         }
         #[cfg(feature = "sqlite")]
@@ -871,7 +871,7 @@ macro_rules! contract {
                 |server| PostgresBackend::connect(&server.params(), "contract").unwrap(),
                 |_first| PostgresBackend::connect(&server.params(), "contract").unwrap();
                 $($cases)*
-                twin: []
+                twin: [ops_list_inspect_and_overview, ops_pause_skips_claims, ops_bulk_dead_exactly_once]
             );
         }
     };

@@ -134,3 +134,82 @@ INSERT INTO schedpool_meta (key, value) VALUES ('version', '1');
         );
     }
 }
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::postgres_support::Postgres;
+    use super::*;
+    use schedpool::durable::PostgresBackend;
+
+    #[test]
+    fn pause_survives_restart() {
+        let server = Postgres::start();
+        let params = server.params();
+        super::pause_survives_restart(|| PostgresBackend::connect(&params, "q").unwrap());
+    }
+
+    /// A schema made by a version-1 build (version 2 taken back off, as the
+    /// version-2 DDL leaves version 1's tables as they were) is upgraded
+    /// at connect, with the kinds of its rows read from their envelopes.
+    #[test]
+    fn a_version_1_schema_is_upgraded_with_its_kinds() {
+        let server = Postgres::start();
+        let params = server.params();
+        drop(PostgresBackend::connect(&params, "q").unwrap());
+        let mut client = server.client();
+        client
+            .batch_execute(
+                "DROP TRIGGER items_kind_on_insert ON schedpool.items;
+                 DROP TRIGGER items_kind_on_update ON schedpool.items;
+                 DROP FUNCTION schedpool.set_kind();
+                 DROP FUNCTION schedpool.kind_of(bytea);
+                 DROP INDEX schedpool.items_by_kind;
+                 ALTER TABLE schedpool.items DROP COLUMN kind;
+                 DROP TABLE schedpool.paused;
+                 DROP TABLE schedpool.audit;
+                 UPDATE schedpool.meta SET value = '1' WHERE key = 'version';
+                 INSERT INTO schedpool.items (queue, id, state, score, deadline, due, token, envelope)
+                 VALUES ('q', 'm-1', 0, 5, 5, 5, 1, '\\x01046d61696c0068656c6c6f'),
+                        ('q', 's-1', 2, 6, 6, 6, 2, '\\xdead0100000103736d730078');",
+            )
+            .unwrap();
+        let off = schedpool::durable::PostgresOptions::default().migrate(false);
+        let err = PostgresBackend::connect_with(&params, "q", off).unwrap_err();
+        assert!(err.to_string().contains("version 1"), "{err}");
+
+        let ops = Operator::new(PostgresBackend::connect(&params, "q").unwrap());
+        let version: String = client
+            .query_one(
+                "SELECT value FROM schedpool.meta WHERE key = 'version'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(version, "2");
+        let kinds: Vec<_> = ops
+            .overview()
+            .unwrap()
+            .by_kind
+            .iter()
+            .map(|k| (k.kind.clone(), k.pending, k.dead))
+            .collect();
+        assert_eq!(
+            kinds,
+            [("mail".to_string(), 1, 0), ("sms".to_string(), 0, 1)]
+        );
+        assert_eq!(ops.inspect("m-1").unwrap().unwrap().payload, b"hello");
+    }
+}
+
+#[cfg(feature = "redis")]
+mod redis {
+    use super::redis_support::Redis;
+    use schedpool::durable::RedisBackend;
+
+    #[test]
+    fn pause_survives_restart() {
+        let server = Redis::start();
+        let url = server.url();
+        super::pause_survives_restart(|| RedisBackend::connect(&url, "q").unwrap());
+    }
+}

@@ -628,7 +628,7 @@ fn schema_migration_is_versioned_and_refuses_a_newer_one() {
         // A second connect finds the schema at its version and leaves it.
         PostgresBackend::connect_with(&pg.params(), "q", o("shop_jobs")).unwrap();
         let mut db = pg.client();
-        db.batch_execute("UPDATE shop_jobs.meta SET value = '2' WHERE key = 'version'")
+        db.batch_execute("UPDATE shop_jobs.meta SET value = '3' WHERE key = 'version'")
             .unwrap();
         let err = PostgresBackend::connect_with(&pg.params(), "q", o("shop_jobs")).unwrap_err();
         assert!(matches!(err, DurableError::Format(_)), "{err:?}");

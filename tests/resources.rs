@@ -1,57 +1,27 @@
-//! Memory and CPU: cancelled tasks free everything at once; an idle pool
+//! Memory and CPU: cancelled tasks drop their closures at once and are
+//! freed by the next holder of the pool lock (the workers' own bound is
+//! `tests/cancel_reclaim.rs`'s); an idle pool
 //! (and a blocked delay-queue taker) costs no measurable CPU.
 //!
-//! The allocator below counts live heap bytes for the whole test binary, so
+//! The allocator (`common/live_bytes.rs`) counts live heap bytes for the whole test binary, so
 //! the tests here run one at a time (`SERIAL`).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use schedpool::{DelayItem, DelayQueue, ScheduledThreadPool};
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged to the system allocator.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded unchanged to the system allocator.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE.fetch_add(
-                new_size as isize - layout.size() as isize,
-                Ordering::Relaxed,
-            );
-        }
-        p
-    }
-}
+#[path = "common/live_bytes.rs"]
+mod live_bytes;
+use live_bytes::live;
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: live_bytes::Counting = live_bytes::Counting;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const MIB: isize = 1 << 20;
-
-fn live() -> isize {
-    LIVE.load(Ordering::SeqCst)
-}
 
 /// Counts drops of the values a closure captures.
 struct DropCounter(Arc<AtomicUsize>);
@@ -62,7 +32,7 @@ impl Drop for DropCounter {
 }
 
 #[test]
-fn cancelling_a_million_pending_tasks_frees_them_at_once() {
+fn cancelling_a_million_pending_tasks_drops_their_closures_at_once_and_frees_them() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const N: usize = 1_000_000;
     let pool = ScheduledThreadPool::new(1);

@@ -13,6 +13,7 @@
     feature = "sqlx"
 ))]
 
+mod async_support;
 #[path = "../../tests/postgres_support/mod.rs"]
 mod postgres_support;
 #[path = "../../tests/redis_support/mod.rs"]
@@ -22,83 +23,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_support::{off_runtime, pools, verbs, EVENTUALLY};
 use postgres_support::Postgres;
 use redis_support::Redis;
-use schedpool::durable::{
-    DurableBackend, DurablePool, MemoryBackend, PostgresBackend, Put, RedisBackend, StoredState,
-};
-
-const EVENTUALLY: Duration = Duration::from_secs(30);
-
-/// A producer-only pool on `backend`, and one that runs `fail` (always
-/// failing, one attempt: dead-lettered at once).
-fn pools<B: DurableBackend>(make: impl Fn() -> B) -> (Arc<DurablePool>, Arc<DurablePool>) {
-    let producer = DurablePool::builder(make()).threads(0).build().unwrap();
-    let consumer = DurablePool::builder(make())
-        .threads(1)
-        .max_attempts(1)
-        .handler("fail", |_: &u64, _| Err("no such order".into()))
-        .build()
-        .unwrap();
-    (Arc::new(producer), Arc::new(consumer))
-}
-
-/// Runs a sync pool's blocking call (and its drop) off the runtime: the
-/// sync PostgreSQL client refuses to block a runtime thread.
-async fn off_runtime(f: impl FnOnce() + Send + 'static) {
-    tokio::task::spawn_blocking(f).await.unwrap();
-}
-
-async fn verbs(producer: Arc<DurablePool>, consumer: Arc<DurablePool>) {
-    let client = producer.async_client();
-    let hour = Duration::from_secs(3600);
-    let put = client.schedule("close", "o-1", &7u64, hour).await.unwrap();
-    assert!(matches!(put, Put::Inserted { .. }), "{put:?}");
-    let again = client
-        .schedule_if_absent("close", "o-1", &8u64, hour)
-        .await
-        .unwrap();
-    assert_eq!(again, Put::Exists);
-    let item = client.get("o-1").await.unwrap().expect("stored");
-    assert_eq!(
-        (item.kind.as_str(), item.state),
-        ("close", StoredState::Pending)
-    );
-    assert_eq!(item.decode::<u64>().unwrap(), 7);
-    assert_eq!(Some(item.deadline_ms), put.deadline_ms());
-    assert!(client.get("o-2").await.unwrap().is_none());
-    assert_eq!(client.counts().await.unwrap().pending, 1);
-    assert!(client.cancel("o-1").await.unwrap());
-    assert!(!client.cancel("o-1").await.unwrap());
-    // A dead letter, made by the consumer.
-    client
-        .schedule("fail", "o-3", &3u64, Duration::ZERO)
-        .await
-        .unwrap();
-    let deadline = Instant::now() + EVENTUALLY;
-    while client.counts().await.unwrap().dead == 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    off_runtime(move || consumer.shutdown()).await;
-    let dead = client.dead_letters(10).await.unwrap();
-    assert_eq!(dead.len(), 1, "{dead:?}");
-    assert_eq!(dead[0].id, "o-3");
-    assert_eq!(dead[0].error.as_deref(), Some("no such order"));
-    assert!(client.requeue("o-3").await.unwrap());
-    assert!(!client.requeue("o-3").await.unwrap(), "no longer dead");
-    assert_eq!(
-        client.get("o-3").await.unwrap().unwrap().state,
-        StoredState::Pending
-    );
-    assert!(client.cancel("o-3").await.unwrap());
-    assert!(!client.purge("o-3").await.unwrap());
-    // A closed pool's client refuses, as the pool does.
-    let p = producer.clone();
-    off_runtime(move || p.shutdown()).await;
-    assert!(client.schedule("close", "o-4", &1u64, hour).await.is_err());
-    drop(client);
-    off_runtime(move || drop(producer)).await;
-}
+use schedpool::durable::{DurablePool, MemoryBackend, PostgresBackend, Put, RedisBackend};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_async_client_verbs_on_memory_redis_and_postgres() {

@@ -404,10 +404,60 @@ mod snippet_22 {
     }
 }
 
-// Snippet 23: docs/guide.md, line 772.
+// Snippet 23: docs/guide.md, line 770.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_23 {
+    use schedpool::*;
+    use std::time::*;
+    async fn send_504(_request: u64) {}
+    async fn refresh_cache() -> Result<(), String> {
+        Ok(())
+    }
+    pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
+        let pool = ScheduledThreadPool::new(8);
+        let request = 42u64;
+        // A one-shot: the handle gives the future's output.
+        let timeout = pool.schedule_async(move || async move { send_504(request).await },
+            Duration::from_secs(30))?;
+
+        // Periodic: fixed delay counts from each future's completion.
+        let refresher = pool.with_fixed_delay(Duration::from_secs(60))
+            .on_failure(OnFailure::Continue)          // an Err is a failed run, as a sync body's
+            .start_async(|| async { refresh_cache().await })?;
+        // Calendar tasks too: pool.on_calendar(schedule).start_async(..).
+        Ok(())
+    }
+}
+
+// Snippet 24: docs/guide.md, line 827.
+#[cfg(all(feature = "tokio"))]
+#[rustfmt::skip]
+mod snippet_24 {
+    use schedpool::*;
+    use std::time::*;
+    async fn send_504() {}
+    fn send(_reply: &str) {}
+    pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
+        let pool = ScheduledThreadPool::new(8);
+        let (_reply_tx, reply_rx) = tokio::sync::oneshot::channel::<&'static str>();
+        let (_gone_tx, client_gone) = tokio::sync::oneshot::channel::<()>();
+        let mut timeout = pool.schedule_async(|| async { send_504().await }, Duration::from_secs(30))?;
+        tokio::select! {
+            reply = reply_rx => if timeout.cancel_if_not_started() {
+                send(reply?);              // the timeout never runs
+            },                             // else its future sends the 504: drop the reply
+            _ = &mut timeout => {}         // the 504 went out
+            _ = client_gone => { timeout.abort(); } // stop it, even mid-run
+        }
+        Ok(())
+    }
+}
+
+// Snippet 25: docs/guide.md, line 853.
+#[cfg(all(feature = "tokio"))]
+#[rustfmt::skip]
+mod snippet_25 {
     use schedpool::*;
     use std::time::*;
     pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
@@ -426,9 +476,9 @@ mod snippet_23 {
     }
 }
 
-// Snippet 24: docs/guide.md, line 795.
+// Snippet 26: docs/guide.md, line 876.
 #[rustfmt::skip]
-mod snippet_24 {
+mod snippet_26 {
     use schedpool::*;
     use std::time::*;
     pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
@@ -438,9 +488,9 @@ mod snippet_24 {
     }
 }
 
-// Snippet 25: docs/guide.md, line 816.
+// Snippet 27: docs/guide.md, line 898.
 #[rustfmt::skip]
-mod snippet_25 {
+mod snippet_27 {
     use schedpool::*;
     use std::time::*;
     fn send_504() {}
@@ -459,9 +509,9 @@ mod snippet_25 {
     }
 }
 
-// Snippet 26: docs/guide.md, line 857.
+// Snippet 28: docs/guide.md, line 942.
 #[rustfmt::skip]
-mod snippet_26 {
+mod snippet_28 {
     use schedpool::*;
     use std::time::*;
     fn poll_sensor() -> u32 {
@@ -479,9 +529,9 @@ mod snippet_26 {
     }
 }
 
-// Snippet 27: docs/guide.md, line 872.
+// Snippet 29: docs/guide.md, line 957.
 #[rustfmt::skip]
-mod snippet_27 {
+mod snippet_29 {
     use schedpool::*;
     use std::time::*;
     pub async fn snippet() -> Result<(), Box<dyn std::error::Error>> {
@@ -492,10 +542,10 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 930.
+// Snippet 30: docs/guide.md, line 1015.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_28 {
+mod snippet_30 {
     use schedpool::*;
     use std::time::*;
     fn backup() {}
@@ -515,10 +565,10 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 996.
+// Snippet 31: docs/guide.md, line 1081.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_29 {
+mod snippet_31 {
     use schedpool::*;
     use std::time::*;
     use schedpool::calendar::Daily;
@@ -535,10 +585,10 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 1011.
+// Snippet 32: docs/guide.md, line 1096.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_30 {
+mod snippet_32 {
     use schedpool::*;
     use std::time::*;
     pub fn snippet() -> Result<(), Box<dyn std::error::Error>> {
@@ -560,10 +610,10 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1046.
+// Snippet 33: docs/guide.md, line 1131.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
-mod snippet_31 {
+mod snippet_33 {
     use schedpool::*;
     use std::time::*;
     #[derive(Debug)]
@@ -593,9 +643,9 @@ mod snippet_31 {
     }
 }
 
-// Snippet 32: docs/guide.md, line 1123.
+// Snippet 34: docs/guide.md, line 1208.
 #[rustfmt::skip]
-mod snippet_32 {
+mod snippet_34 {
     use schedpool::*;
     use std::time::*;
     pub fn snippet() -> Result<(), Box<dyn std::error::Error>> {

@@ -69,6 +69,12 @@ mod queue;
 pub(crate) mod store;
 pub(crate) mod take;
 
+#[cfg(all(feature = "tokio", any(feature = "postgres", feature = "sqlx-sqlite")))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(all(feature = "tokio", any(feature = "postgres", feature = "sqlx-sqlite"))))
+)]
+pub use self::store::async_tx::AsyncInTransaction;
 #[cfg(all(feature = "postgres", feature = "tokio"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "postgres", feature = "tokio"))))]
 pub use self::store::postgres::AsyncPgTx;

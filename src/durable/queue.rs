@@ -814,7 +814,34 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// # Examples
     ///
-    /// ```no_run
+    /// On SQLite (feature `sqlite`): the order and its timeout in one
+    /// `rusqlite` transaction on the queue's file.
+    ///
+    #[cfg_attr(feature = "sqlite", doc = "```")]
+    #[cfg_attr(not(feature = "sqlite"), doc = "```ignore")]
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, SqliteBackend};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("schedpool-doc-queue-in-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let file = dir.join("shop.db");
+    /// let queue: DurableQueue<u64> = DurableQueue::new(SqliteBackend::open(&file, "orders")?);
+    /// let mut db = rusqlite::Connection::open(&file)?;
+    /// db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, state TEXT)", [])?;
+    /// let mut tx = db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    /// tx.execute("INSERT INTO orders (id, state) VALUES (42, 'unpaid')", [])?;
+    /// queue.put_in(&mut tx, "order-42", &42, Duration::from_secs(30 * 60))?;
+    /// tx.rollback()?; // neither the order nor its timeout
+    /// assert_eq!(queue.counts()?.pending, 0);
+    /// # drop(queue);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// On PostgreSQL (feature `postgres`; `no_run`: it needs a server):
+    ///
+    #[cfg_attr(feature = "postgres", doc = "```no_run")]
+    #[cfg_attr(not(feature = "postgres"), doc = "```ignore")]
     /// use std::time::Duration;
     /// use schedpool::durable::{DurableQueue, PostgresBackend};
     ///
@@ -853,7 +880,10 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// # Examples
     ///
-    /// ```no_run
+    /// On PostgreSQL (feature `postgres`; `no_run`: it needs a server):
+    ///
+    #[cfg_attr(feature = "postgres", doc = "```no_run")]
+    #[cfg_attr(not(feature = "postgres"), doc = "```ignore")]
     /// use std::time::Duration;
     /// use schedpool::durable::{DurableQueue, PostgresBackend};
     ///
@@ -892,7 +922,10 @@ impl<T: Payload> DurableQueue<T> {
     ///
     /// # Examples
     ///
-    /// ```no_run
+    /// On PostgreSQL (feature `postgres`; `no_run`: it needs a server):
+    ///
+    #[cfg_attr(feature = "postgres", doc = "```no_run")]
+    #[cfg_attr(not(feature = "postgres"), doc = "```ignore")]
     /// use schedpool::durable::{DurableQueue, PostgresBackend, Removed};
     ///
     /// let params = "host=127.0.0.1 user=app dbname=shop";

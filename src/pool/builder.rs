@@ -79,7 +79,7 @@ impl Default for Builder {
 
 impl Builder {
     /// A builder with the defaults: one core thread per CPU, threads named
-    /// `schedpool-0`, `schedpool-1`, ..., cancelled tasks removed at once,
+    /// `schedpool-0`, `schedpool-1`, ..., cancelled tasks' nodes reclaimed,
     /// Java's shutdown policies, the real clock.
     ///
     /// # Examples
@@ -135,9 +135,12 @@ impl Builder {
         self
     }
 
-    /// Whether a cancelled task leaves the queue at once (default `true`;
-    /// Java's default is `false`, which keeps cancelled tasks and their
-    /// closures until their deadline).
+    /// Whether a cancelled task's queue node leaves the queue (default
+    /// `true`): reclaimed by the workers within the bound
+    /// [`ScheduledHandle::cancel`](crate::ScheduledHandle::cancel) states.
+    /// With `false` (Java's default) the node stays until its deadline, and
+    /// counts in `queue_len()` until then, as in Java; the closure is dropped
+    /// at once either way.
     ///
     /// # Examples
     ///
@@ -153,7 +156,7 @@ impl Builder {
     /// let pool = ScheduledThreadPool::builder().build()?; // the default
     /// let h = pool.schedule(|| (), Duration::from_secs(3600))?;
     /// h.cancel();
-    /// assert_eq!(pool.queue_len(), 0, "gone at once");
+    /// assert_eq!(pool.queue_len(), 0, "uncounted at once");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn remove_on_cancel(mut self, yes: bool) -> Self {

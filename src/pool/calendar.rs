@@ -84,6 +84,9 @@ pub struct OnCalendar<'a> {
     options: Options,
     until: Option<SystemTime>,
     check: Duration,
+    /// The runtime of an async body ([`crate::pool::async_tasks`]).
+    #[cfg(feature = "tokio")]
+    pub(super) runtime: Option<tokio::runtime::Handle>,
 }
 
 impl<'a> OnCalendar<'a> {
@@ -467,6 +470,8 @@ impl ScheduledThreadPool {
             },
             until: None,
             check: DEFAULT_CHECK,
+            #[cfg(feature = "tokio")]
+            runtime: None,
         }
     }
 }

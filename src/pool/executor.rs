@@ -37,9 +37,9 @@ use crate::task::ptr::TaskPtr;
 /// - A task that panics does not kill its worker; its handle reports the
 ///   panic. A periodic task that fails (panics, or its body returns `Err`)
 ///   runs no more under the default [`OnFailure`](crate::OnFailure) policy.
-/// - `cancel` drops a task's closure at once and takes a pending task out of
-///   the queue at once, in O(log n) (a task already due is marked and freed
-///   when the workers reach it; see [`ScheduledHandle::cancel`]).
+/// - `cancel` never waits on the pool lock: it drops a task's closure and
+///   uncounts the task at once, and the workers reclaim its queue node
+///   within 10 ms (see [`ScheduledHandle::cancel`] for the exact promise).
 ///
 /// `Clone + Send + Sync`: clones share the pool. Dropping the last clone
 /// shuts it down as [`shutdown`](Self::shutdown) does, without blocking.

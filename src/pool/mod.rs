@@ -13,8 +13,13 @@
 //! and `cancel_guard` (the handle that cancels on drop); `executor`
 //! (`ScheduledThreadPool`); and above it `periodic`, `calendar` (which
 //! uses `periodic`'s submission), `idle` and `builder`, which add their
-//! constructors to it.
+//! constructors to it; with feature `tokio`, `async_handle` and above it
+//! `async_tasks` (async bodies, over `periodic` and `calendar`).
 
+#[cfg(feature = "tokio")]
+pub(crate) mod async_handle;
+#[cfg(feature = "tokio")]
+mod async_tasks;
 pub(crate) mod builder;
 pub(crate) mod calendar;
 pub(crate) mod cancel_guard;
@@ -28,6 +33,7 @@ mod inbox;
 #[cfg(feature = "metrics")]
 mod metrics;
 pub(crate) mod periodic;
+mod removals;
 mod report;
 mod run_state;
 #[cfg(feature = "metrics")]

@@ -52,6 +52,9 @@ pub struct Periodic<'a> {
     initial_delay: Duration,
     options: Options,
     until: Option<Instant>,
+    /// The runtime of an async body ([`crate::pool::async_tasks`]).
+    #[cfg(feature = "tokio")]
+    pub(super) runtime: Option<tokio::runtime::Handle>,
 }
 
 impl<'a> Periodic<'a> {
@@ -69,6 +72,8 @@ impl<'a> Periodic<'a> {
                 jitter: 0,
             },
             until: None,
+            #[cfg(feature = "tokio")]
+            runtime: None,
         }
     }
 

@@ -54,11 +54,11 @@ use crate::base::sync::{
     spawn_named, thread_local, wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering,
 };
 use crate::pool::inbox::Inbox;
+use crate::pool::removals::{After, Removals};
 pub(crate) use crate::pool::state::State;
 use crate::pool::stats::LatenessHistogram;
 use crate::pool::termination::TerminationWakers;
 use crate::queue::ready::Ready;
-use crate::queue::Entry;
 use crate::task::header::{EndOfRun, Header};
 use crate::task::ptr::TaskPtr;
 use crate::wait::{Handoff, Signal};
@@ -78,6 +78,9 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Submissions that need not wake anyone skip `state`'s lock.
     inbox: Arc<Inbox>,
+    /// Cancelled tasks whose queue nodes wait for the owner: a cancel
+    /// skips `state`'s lock (see [`removals`](super::removals)).
+    removals: Arc<Removals>,
     /// Due one-shot tasks workers take without `state`'s lock (also part
     /// of the state's work queue: see [`ready`](crate::queue::ready)).
     pub(crate) ready: Arc<Ready>,
@@ -116,12 +119,20 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(config: Config, clock: Clock, worker_main: WorkerMain) -> Arc<Shared> {
         let inbox = Arc::new(Inbox::new(config.core_threads));
+        let removals = Arc::new(Removals::new());
         let ready = Arc::new(Ready::new());
         #[cfg(feature = "metrics")]
         let metrics = crate::pool::metrics::PoolMetrics::new(&config.thread_name);
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::new(&config, Arc::clone(&inbox), Arc::clone(&ready))),
+            state: Mutex::new(State::new(
+                &config,
+                &clock,
+                Arc::clone(&inbox),
+                Arc::clone(&removals),
+                Arc::clone(&ready),
+            )),
             inbox,
+            removals,
             ready,
             available: Signal::new(),
             terminated: Condvar::new(),
@@ -179,6 +190,7 @@ impl Shared {
         if state.run_state < to {
             state.run_state = to;
             self.run_state.store(to as u8, Ordering::Release);
+            self.removals.set_urgent(true);
             state.close_inbox();
         }
     }
@@ -347,25 +359,34 @@ impl Shared {
 
     // ===== cancellation (Java: remove / removeOnCancel) =====
 
-    /// Removes a just-cancelled task (named by its header and data pointer)
-    /// from the queue if it is there (see [`WorkQueue::remove`](crate::queue::WorkQueue::remove)).
-    pub(super) fn remove_cancelled(&self, header: &Header, task: *const u8) -> Option<Entry> {
-        let mut state = self.handoff();
-        // The caller's handle won the cancel.
-        state.count_cancelled(1);
-        // A paused task leaves the paused list (the handle that cancels it
-        // holds another reference: dropping this one runs no user code).
-        drop(take_paused(&mut state, task));
-        // Cancelling the last task after shutdown lets the pool terminate:
-        // the Handoff's drop wakes a worker to see that (Java: tryTerminate).
-        let removed = if self.config.remove_on_cancel {
-            state.queue.remove(header, task)
-        } else {
-            None
-        };
-        // The removed task may have been the due head `wait_idle` waits on.
-        self.note_maybe_idle(&state);
-        removed
+    /// The queue's nodes, cancelled ones not yet reclaimed included (for
+    /// [`crate::internals`]; takes the lock without reclaiming).
+    pub(crate) fn queue_nodes(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    /// A handle cancelled `task` (it won the state, completed the handle
+    /// and dropped the body): leaves its queue node and its count for the
+    /// owner, without the pool lock (see [`removals`](super::removals)).
+    pub(super) fn cancelled(&self, task: TaskPtr) {
+        match self.removals.push(task, || Clock::Real.now()) {
+            After::Nothing => {}
+            After::Wake => {
+                // The lock only orders this signal after a waiter's check
+                // (a signal without it could fall between that waiter's
+                // check and its sleep); nothing is reclaimed here.
+                let mut state = self.state.lock();
+                state.leader.clear();
+                self.available.one(&state.leader);
+            }
+            After::Reclaim => {
+                // Shutting down, or a `wait_idle` waits: reclaim now, so
+                // termination (the Handoff's drop wakes a worker to see it;
+                // Java: tryTerminate) and idleness are seen at once.
+                let state = self.handoff();
+                self.note_maybe_idle(&state);
+            }
+        }
     }
 
     // ===== shutdown =====
@@ -479,6 +500,7 @@ impl Shared {
     pub(crate) fn wait_idle(&self, timeout: Duration) -> bool {
         let mut state = self.lock();
         state.idle_waiters += 1;
+        self.removals.set_urgent(true);
         let idle = wait_for(&self.idle, &mut state, timeout, |s| {
             // A re-check after a wake-up sees submissions that skipped the lock.
             s.absorb();
@@ -487,6 +509,8 @@ impl Shared {
             s.active == 0 && self.ready.taken() == 0 && (!due || s.run_state >= RunState::Stop)
         });
         state.idle_waiters -= 1;
+        self.removals
+            .set_urgent(state.idle_waiters > 0 || state.run_state != RunState::Running);
         idle
     }
 

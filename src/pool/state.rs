@@ -18,11 +18,12 @@
 //!   or every worker is awake or kicked; see [`inbox`](super::inbox)).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::base::clock::Nanos;
+use crate::base::clock::{to_instant, Clock, Nanos};
 use crate::pool::config::Config;
 use crate::pool::inbox::{Inbox, Incoming};
+use crate::pool::removals::{Removals, RECLAIM_BOUND};
 use crate::pool::run_state::RunState;
 use crate::queue::ready::Ready;
 use crate::queue::WorkQueue;
@@ -63,6 +64,19 @@ pub(crate) struct State {
     /// The tray swapped out of the inbox while absorbing (kept for its
     /// capacity).
     incoming: Vec<Incoming>,
+    /// Cancelled tasks whose queue nodes wait for this lock's holder
+    /// (shared with [`crate::pool::shared::Shared`]).
+    removals: Arc<Removals>,
+    /// The list swapped out of `removals` while absorbing.
+    removed: Vec<TaskPtr>,
+    /// Whether a cancelled task's node leaves the queue (the builder's
+    /// `remove_on_cancel`).
+    remove_on_cancel: bool,
+    /// The last take found removals: waiters sleep at most until then, as
+    /// more may follow (see [`removals`](super::removals)).
+    recheck_by: Option<Nanos>,
+    /// Deadlines are real time (they can be published to cancels).
+    real_clock: bool,
 }
 
 impl Waitable for State {
@@ -87,10 +101,23 @@ impl Waitable for State {
     fn absorb(&mut self) {
         State::absorb(self);
     }
+    fn recheck_by(&self) -> Option<Instant> {
+        self.recheck_by.map(to_instant)
+    }
     fn may_sleep(&mut self) -> bool {
-        self.inbox.sleep()
+        // When some waiter looks at the removals next, at the latest: the
+        // head's deadline (someone times it) or the recheck, whichever is
+        // first. A manual clock's deadlines are not real time.
+        // (loom has no time: there every first cancel after a take wakes.)
+        let head = match self.real_clock && cfg!(not(loom)) {
+            true => self.queue.peek_deadline().unwrap_or(u64::MAX),
+            false => u64::MAX,
+        };
+        let recheck = self.recheck_by.unwrap_or(u64::MAX);
+        self.removals.sleeping_until(head.min(recheck)) && self.inbox.sleep()
     }
     fn woke(&mut self) {
+        self.removals.awake();
         self.inbox.woke();
     }
     fn spin_starts(&mut self) -> bool {
@@ -102,7 +129,13 @@ impl Waitable for State {
 }
 
 impl State {
-    pub(super) fn new(config: &Config, inbox: Arc<Inbox>, ready: Arc<Ready>) -> Self {
+    pub(super) fn new(
+        config: &Config,
+        clock: &Clock,
+        inbox: Arc<Inbox>,
+        removals: Arc<Removals>,
+        ready: Arc<Ready>,
+    ) -> Self {
         State {
             queue: WorkQueue::with_ready(ready),
             leader: Leader::default(),
@@ -118,6 +151,11 @@ impl State {
             keep_alive: (config.core_threads == 0).then_some(config.keep_alive),
             inbox,
             incoming: Vec::new(),
+            removals,
+            removed: Vec::new(),
+            remove_on_cancel: config.remove_on_cancel,
+            recheck_by: None,
+            real_clock: clock.is_real(),
         }
     }
 
@@ -134,6 +172,50 @@ impl State {
         if !self.inbox.looks_empty() {
             self.absorb_tray();
         }
+        // After the tray: a task's cancel comes after its submission.
+        if !self.removals.looks_empty() {
+            self.absorb_removals();
+        } else if self.recheck_by.is_some() {
+            self.recheck_by = None;
+        }
+    }
+
+    /// Reclaims what cancels left (see [`removals`](super::removals)):
+    /// counts each cancel, and takes its task out of the paused list and,
+    /// with `remove_on_cancel`, out of the queue. Runs no user code: each
+    /// task's body was dropped by its cancel, and the handle that cancelled
+    /// it held a reference until then, so these drops free only memory.
+    #[inline(never)]
+    fn absorb_removals(&mut self) {
+        self.removals.take(&mut self.removed);
+        let mut removed = std::mem::take(&mut self.removed);
+        let n = removed.len();
+        for task in removed.drain(..) {
+            self.cancelled += 1;
+            let at = task.as_ptr();
+            if !self.paused.is_empty() {
+                if let Some(i) = self
+                    .paused
+                    .iter()
+                    .position(|t| std::ptr::eq(t.as_ptr(), at))
+                {
+                    drop(self.paused.swap_remove(i));
+                }
+            }
+            if self.remove_on_cancel {
+                drop(self.queue.remove(task.header(), at));
+            }
+        }
+        if removed.capacity() <= 1024 {
+            self.removed = removed;
+        }
+        self.removals.set_queued(self.queue.len());
+        // More may follow: while they do, waiters sleep at most the bound.
+        self.recheck_by = (n > 0 && cfg!(not(loom))).then(|| {
+            Clock::Real
+                .now()
+                .saturating_add(RECLAIM_BOUND.as_nanos() as Nanos)
+        });
     }
 
     #[inline(never)]
@@ -143,6 +225,11 @@ impl State {
         let mut incoming = std::mem::take(&mut self.incoming);
         for (task, now) in incoming.drain(..) {
             self.accepted += 1;
+            // Cancelled since (its removal may have been taken already):
+            // no node to leave behind.
+            if self.remove_on_cancel && task.header().is_cancelled() {
+                continue;
+            }
             new_head |= self.queue.push(task, now);
         }
         // Keep a burst's capacity only while it is small.

@@ -8,8 +8,11 @@
 //! cadence, controls and next-run arithmetic), [`header`] (the header, its
 //! state word and the `Job` trait), [`completion`] (the result cell),
 //! [`ptr`] (the pointer), then the bodies [`once`], [`periodic`] and
-//! [`idle`].
+//! [`idle`]; with feature `tokio`, `async_body` (one run of an async
+//! body, on a tokio runtime).
 
+#[cfg(feature = "tokio")]
+pub(crate) mod async_body;
 pub(crate) mod cadence;
 pub(crate) mod calendar;
 pub(crate) mod completion;

@@ -41,6 +41,13 @@ pub(crate) trait Waitable {
     fn keep_alive(&self) -> Option<Duration> {
         None
     }
+    /// A real time by which a sleeping waiter must look at the state again,
+    /// whatever its deadline (work that arrives without the lock and needs
+    /// no signal: the pool's removals). Bounds every sleep, the leader's
+    /// included; reaching it is neither a timeout nor a wake-up.
+    fn recheck_by(&self) -> Option<Instant> {
+        None
+    }
     /// Moves work that arrived without the lock into the state (the pool's
     /// submission inbox); called before every look at the head.
     fn absorb(&mut self) {}
@@ -145,10 +152,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 }
                 _ => None,
             };
-            let limit = match (caller_limit, idle_until) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let limit = earliest(caller_limit, idle_until);
             if let Some(limit) = limit {
                 if Instant::now() >= limit {
                     return Wake::TimedOut;
@@ -186,8 +190,9 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                     _ => 0,
                 };
                 let target = deadline.saturating_sub(early);
+                let bound = earliest(limit, self.guard.recheck_by());
                 let timed_out =
-                    clock.wait(&self.available.cv, &mut self.guard, Some(target), limit);
+                    clock.wait(&self.available.cv, &mut self.guard, Some(target), bound);
                 self.guard.woke();
                 if timed_out && clock.is_real() {
                     let now = clock.now();
@@ -214,7 +219,8 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                     true => self.successor_target(head, now, wake_early, limit, me),
                     false => None,
                 };
-                let timed_out = clock.wait(&self.available.cv, &mut self.guard, wakes_at, limit);
+                let bound = earliest(limit, self.guard.recheck_by());
+                let timed_out = clock.wait(&self.available.cv, &mut self.guard, wakes_at, bound);
                 self.guard.woke();
                 let leader = self.guard.leader();
                 if leader.successor.is_some_and(|(id, _)| id == me) {
@@ -312,6 +318,14 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             leader.load.saw_cores_taken();
         }
         self.guard.spin_ends();
+    }
+}
+
+/// The earlier of two optional limits.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

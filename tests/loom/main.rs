@@ -2,7 +2,8 @@
 //! leader/follower hand-offs of the delay queue (`delay_queue_handoff`),
 //! schedule vs shutdown and shutdown of idle workers (`pool_shutdown`), cancel
 //! vs take, a submission, a clock advance, purge and re-enqueue
-//! (`pool_cancel`), pause/resume and re-enqueue of periodic tasks
+//! (`pool_cancel`), a cancel vs the owner's reclaim of its node
+//! (`cancel_reclaim`), pause/resume and re-enqueue of periodic tasks
 //! (`periodic`), `wait_idle` (`wait_idle`), a handle's completion vs its waker
 //! registration (`completion_vs_waker`), the durable queue's taker
 //! (`durable_handoff`), the ready batch (`ready_batch`) and the submission
@@ -23,7 +24,7 @@
 //! lost wake-up therefore shows up as a loom deadlock. The pool's successor
 //! (a follower that times the second task, `docs/design.md` rule 5) exists
 //! only for a timer that fires, so it is off here and checked on the real
-//! clock in `src/leader_tests.rs`. Every pool model shuts
+//! clock in `src/wait/tests.rs`. Every pool model shuts
 //! its pool down and waits for termination, so all worker threads (loom
 //! threads) exit. No model uses a core-0 pool (its keep-alive is a timed wait).
 //! Each model has at most 4 threads, workers included.
@@ -40,6 +41,7 @@ use loom::sync::{Condvar, Mutex};
 use loom::thread;
 use schedpool::{DelayItem, DelayQueue, ManualClock, ScheduledThreadPool, TaskError};
 
+mod cancel_reclaim;
 mod completion_vs_waker;
 mod delay_queue_handoff;
 mod durable_handoff;

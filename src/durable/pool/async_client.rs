@@ -46,7 +46,9 @@ use super::shared::Inner;
 /// Retries and timeouts are the backend's options' (`op_timeout`, ...).
 /// Each verb is **cancel-safe**: dropping its future mid-way leaves the
 /// store as before the call or as after it, never half-done (each verb is
-/// one atomic step); its docs say what a drop can leave. The futures need
+/// one atomic step); its docs say what a drop can leave. On the blocking
+/// pool (SQLite), a dropped future does not stop its call: the call
+/// completes, and only its answer is lost. The futures need
 /// a tokio runtime (the connection tasks and the retries' sleeps are
 /// tokio's).
 ///

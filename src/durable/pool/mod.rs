@@ -24,8 +24,10 @@
 //!
 //! With feature `tokio`: `async_job` ([`AsyncJob`](crate::durable::AsyncJob),
 //! beside `job`), `async_runner` (async handlers' futures on a runtime and
-//! their settler thread, beside `runner`, which dispatches to it), and `builder_async`
-//! (`handler_async`, beside `builder`).
+//! their settler thread, beside `runner`, which dispatches to it), `builder_async`
+//! (`handler_async`, beside `builder`), `async_client`
+//! ([`AsyncClient`](crate::durable::AsyncClient)) and `async_tx` (its verbs in
+//! the caller's async transaction: with `postgres`, or `sqlx-sqlite`).
 
 #[cfg(feature = "tokio")]
 pub(crate) mod async_client;
@@ -33,7 +35,7 @@ pub(crate) mod async_client;
 pub(crate) mod async_job;
 #[cfg(feature = "tokio")]
 mod async_runner;
-#[cfg(all(feature = "tokio", feature = "postgres"))]
+#[cfg(all(feature = "tokio", any(feature = "postgres", feature = "sqlx-sqlite")))]
 mod async_tx;
 pub(crate) mod builder;
 #[cfg(feature = "tokio")]

@@ -27,7 +27,37 @@ impl DurablePool {
     ///
     /// # Examples
     ///
-    /// ```no_run
+    /// On SQLite (feature `sqlite`): the order and its timeout in one
+    /// `rusqlite` transaction on the pool's file.
+    ///
+    #[cfg_attr(feature = "sqlite", doc = "```")]
+    #[cfg_attr(not(feature = "sqlite"), doc = "```ignore")]
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurablePool, SqliteBackend};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("schedpool-doc-pool-in-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let file = dir.join("shop.db");
+    /// let pool = DurablePool::builder(SqliteBackend::open(&file, "orders")?)
+    ///     .threads(0)
+    ///     .handler("close-order", |_order: &u64, _job| Ok(()))
+    ///     .build()?;
+    /// let mut db = rusqlite::Connection::open(&file)?;
+    /// db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, state TEXT)", [])?;
+    /// let mut tx = db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    /// tx.execute("INSERT INTO orders (id, state) VALUES (42, 'unpaid')", [])?;
+    /// pool.schedule_in(&mut tx, "close-order", "order-42", &42u64, Duration::from_secs(30 * 60))?;
+    /// tx.commit()?; // the order and its timeout, or neither
+    /// assert!(pool.get("order-42")?.is_some());
+    /// # drop(pool);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// On PostgreSQL (feature `postgres`; `no_run`: it needs a server):
+    ///
+    #[cfg_attr(feature = "postgres", doc = "```no_run")]
+    #[cfg_attr(not(feature = "postgres"), doc = "```ignore")]
     /// use std::time::Duration;
     /// use schedpool::durable::{DurablePool, PostgresBackend};
     ///
@@ -62,7 +92,10 @@ impl DurablePool {
     ///
     /// # Examples
     ///
-    /// ```no_run
+    /// On PostgreSQL (feature `postgres`; `no_run`: it needs a server):
+    ///
+    #[cfg_attr(feature = "postgres", doc = "```no_run")]
+    #[cfg_attr(not(feature = "postgres"), doc = "```ignore")]
     /// use std::time::Duration;
     /// use schedpool::durable::{DurablePool, PostgresBackend};
     ///
@@ -128,7 +161,10 @@ impl DurablePool {
     ///
     /// # Examples
     ///
-    /// ```no_run
+    /// On PostgreSQL (feature `postgres`; `no_run`: it needs a server):
+    ///
+    #[cfg_attr(feature = "postgres", doc = "```no_run")]
+    #[cfg_attr(not(feature = "postgres"), doc = "```ignore")]
     /// use schedpool::durable::{DurablePool, PostgresBackend};
     ///
     /// let params = "host=127.0.0.1 user=app dbname=shop";

@@ -20,6 +20,9 @@
 //!    to any type outside it (it implements `InTransaction` for its
 //!    client's types).
 //!
+//!    With feature `tokio`, `async_tx` ([`AsyncInTransaction`](async_tx::AsyncInTransaction),
+//!    `tx`'s async twin) beside `tx`.
+//!
 //! 5. `aio` (feature `tokio`): the store as async code calls it, over the
 //!    stores' async clients (`redis/aio.rs`, `postgres/aio.rs`), directly
 //!    (memory), or through the runtime's blocking pool (any other).
@@ -28,6 +31,8 @@
 
 #[cfg(feature = "tokio")]
 pub(crate) mod aio;
+#[cfg(all(feature = "tokio", any(feature = "postgres", feature = "sqlx-sqlite")))]
+pub(crate) mod async_tx;
 pub(crate) mod backend;
 pub(crate) mod contained;
 pub(crate) mod dead_record;

@@ -33,6 +33,29 @@ pub enum StoredState {
     Dead,
 }
 
+impl StoredState {
+    /// The state's code in the SQL stores' `state` column.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+    pub(crate) fn code(self) -> i64 {
+        match self {
+            StoredState::Pending => 0,
+            StoredState::InFlight => 1,
+            StoredState::Dead => 2,
+        }
+    }
+
+    /// The state of a `state` code (`None` for an acked row's 3).
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+    pub(crate) fn from_code(code: i64) -> Option<Self> {
+        match code {
+            0 => Some(StoredState::Pending),
+            1 => Some(StoredState::InFlight),
+            2 => Some(StoredState::Dead),
+            _ => None,
+        }
+    }
+}
+
 /// Where a listing resumes: the (score, id) of the last item of a page.
 ///
 /// It prints as `score:id` and parses back, so a command-line tool can
@@ -312,6 +335,21 @@ impl KindCounts {
             StoredState::Dead => self.dead += n,
         }
     }
+}
+
+/// Counts by kind from (kind, state code, count) rows sorted by kind.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(crate) fn fold_counts(rows: impl IntoIterator<Item = (String, i64, i64)>) -> Vec<KindCounts> {
+    let mut out: Vec<KindCounts> = Vec::new();
+    for (kind, state, n) in rows {
+        if out.last().is_none_or(|k| k.kind != kind) {
+            out.push(KindCounts::new(&kind));
+        }
+        if let (Some(state), Some(last)) = (StoredState::from_code(state), out.last_mut()) {
+            last.add(state, usize::try_from(n).unwrap_or(0));
+        }
+    }
+    out
 }
 
 /// A paused kind: who paused it and when.

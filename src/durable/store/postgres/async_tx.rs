@@ -16,13 +16,13 @@
 //! - Not retried: the caller owns the transaction, and a failed statement
 //!   aborts it.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use super::backend::PostgresBackend;
 use super::reply::{cancel_of, put_of, when_args};
 use super::schema;
-use crate::durable::store::backend::{check_id, Cancelled, DurableError, Put, PutMode, When};
+use crate::durable::store::async_tx::{AsyncInTransaction, TxFuture};
+use crate::durable::store::backend::{
+    check_id, Cancelled, DurableBackend, DurableError, Put, PutMode, When,
+};
 
 /// The arguments of a put, as SQL takes them.
 #[doc(hidden)]
@@ -46,11 +46,6 @@ pub type PutRow = (i32, Option<i64>);
 #[allow(unreachable_pub)] // named by AsyncPgTx's hidden methods only
 pub type CancelRow = (Option<i16>, Option<Vec<u8>>);
 
-/// A boxed future borrowing the connection.
-#[doc(hidden)]
-#[allow(unreachable_pub)] // named by AsyncPgTx's hidden methods only
-pub type TxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, DurableError>> + Send + 'a>>;
-
 /// An async PostgreSQL connection or transaction that the transactional
 /// verbs ([`AsyncClient::schedule_in`](crate::durable::AsyncClient::schedule_in),
 /// [`cancel_in`](crate::durable::AsyncClient::cancel_in)) run their
@@ -59,7 +54,9 @@ pub type TxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, DurableError>> 
 /// `sqlx::Transaction<'_, Postgres>` or `sqlx::PgConnection` (a pooled
 /// connection derefs to one: pass `&mut *conn`).
 ///
-/// Implemented here only; its methods are the crate's.
+/// Every one is an [`AsyncInTransaction`] for a pool on a
+/// [`PostgresBackend`]. Implemented here only; its methods are the
+/// crate's.
 pub trait AsyncPgTx: Send {
     #[doc(hidden)]
     fn put_row<'a>(&'a mut self, sql: &'a str, args: PutArgs<'a>) -> TxFuture<'a, PutRow>;
@@ -148,12 +145,16 @@ mod with_sqlx {
         }
     }
 
+    // The statements are the backend's own (`schema::put_sql`,
+    // `cancel_sql`), with the schema name quoted (`schema::ident`) and
+    // every value bound: `AssertSqlSafe` says so to sqlx.
+
     async fn put(
         conn: &mut sqlx::PgConnection,
         sql: &str,
         a: PutArgs<'_>,
     ) -> Result<PutRow, DurableError> {
-        let row = sqlx::query(sql)
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(a.queue)
             .bind(a.id)
             .bind(a.envelope)
@@ -172,7 +173,7 @@ mod with_sqlx {
         queue: &str,
         id: &str,
     ) -> Result<CancelRow, DurableError> {
-        let row = sqlx::query(sql)
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(queue)
             .bind(id)
             .fetch_one(conn)
@@ -209,6 +210,39 @@ mod with_sqlx {
         ) -> TxFuture<'a, CancelRow> {
             Box::pin(cancel(self, sql, queue, id))
         }
+    }
+}
+
+/// The PostgreSQL connections write through to a pool on a
+/// [`PostgresBackend`], refusing any other store.
+impl<C: AsyncPgTx + ?Sized> AsyncInTransaction for C {
+    fn put_envelope<'a>(
+        &'a mut self,
+        store: &'a dyn DurableBackend,
+        verb: &'a str,
+        id: &'a str,
+        envelope: &'a [u8],
+        when: When,
+        mode: PutMode,
+    ) -> TxFuture<'a, Put> {
+        Box::pin(async move {
+            PostgresBackend::of(store, verb)?
+                .put_in_async(self, id, envelope, when, mode)
+                .await
+        })
+    }
+
+    fn cancel_id<'a>(
+        &'a mut self,
+        store: &'a dyn DurableBackend,
+        verb: &'a str,
+        id: &'a str,
+    ) -> TxFuture<'a, Cancelled> {
+        Box::pin(async move {
+            PostgresBackend::of(store, verb)?
+                .cancel_in_async(self, id)
+                .await
+        })
     }
 }
 

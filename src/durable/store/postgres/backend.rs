@@ -35,6 +35,7 @@ use crate::durable::store::backend::{
     DurableError, Nack, Put, PutMode, Repeat, Stored, When, MAX_ID_BYTES,
 };
 use crate::durable::store::error::ErrorDetail;
+use crate::durable::store::ops::DurableOps;
 
 /// The most items one claim leases.
 const MAX_CLAIM: usize = 100;
@@ -561,6 +562,10 @@ impl DurableBackend for PostgresBackend {
 
     fn purge(&self, id: &str) -> Result<bool, DurableError> {
         self.purge_row(id)
+    }
+
+    fn ops(&self) -> Option<&dyn DurableOps> {
+        Some(self)
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

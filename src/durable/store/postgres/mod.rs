@@ -28,8 +28,10 @@ mod client;
 mod conn;
 mod dead;
 mod error;
+mod ops;
 mod reply;
 mod schema;
+mod schema_v2;
 mod tls;
 mod tx;
 

@@ -39,6 +39,7 @@
 //!   against 0.7 ms). The others look rows up by primary key, where the
 //!   generic plan is right and saves planning each call.
 
+use super::schema_v2;
 use crate::durable::store::backend::{MAX_MS, RECEIPT_MS};
 
 /// The SQL of the statements run both on the backend's connections and
@@ -131,7 +132,7 @@ pub(super) fn extend_sql(s: &str) -> String {
 }
 
 /// The schema version this build creates and reads.
-pub(super) const VERSION: i32 = 1;
+pub(super) const VERSION: i32 = 2;
 
 /// The longest schema name accepted: the NOTIFY channel is
 /// `schedpool_<schema>`, and PostgreSQL identifiers stop at 63 bytes.
@@ -140,6 +141,11 @@ pub(super) const MAX_SCHEMA_LEN: usize = 50;
 /// `name` as a quoted SQL identifier.
 pub(super) fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The DDL of version 2 in `schema` (at version 1).
+fn ddl_v2(schema: &str) -> String {
+    schema_v2::ddl_v2(&ident(schema), &channel(schema))
 }
 
 /// The NOTIFY channel of a schema.
@@ -381,13 +387,14 @@ LANGUAGE sql AS $$
 $$;
 "#;
 
-/// The whole hand-migration script of version 1: the schema, the DDL, the
-/// version row.
+/// The whole hand-migration script of the current version: the schema,
+/// the DDL of each version in turn, the version row.
 pub(super) fn migration_sql(schema: &str) -> String {
     let s = ident(schema);
     format!(
-        "CREATE SCHEMA IF NOT EXISTS {s};\n{}\nINSERT INTO {s}.meta (key, value) VALUES ('version', '{VERSION}');\n",
-        ddl_v1(schema)
+        "CREATE SCHEMA IF NOT EXISTS {s};\n{}\n{}\nINSERT INTO {s}.meta (key, value) VALUES ('version', '{VERSION}');\n",
+        ddl_v1(schema),
+        ddl_v2(schema)
     )
 }
 
@@ -461,7 +468,27 @@ fn migrate_in(
                 .into(),
             ));
         }
-        // Versions below VERSION would be upgraded here, one step each.
+        if version < 2 {
+            if !allowed {
+                return Err(DurableError::Config(
+                    format!(
+                        "schema {schema:?} is at version {version}; this build needs {VERSION}: \
+                         connect once with migrate on (PostgresOptions::migrate), or apply the \
+                         version-2 part of PostgresBackend::migration_sql"
+                    )
+                    .into(),
+                ));
+            }
+            tx.batch_execute(&ddl_v2(schema)).map_err(e)?;
+            tx.execute(
+                &format!("UPDATE {s}.meta SET value = $1 WHERE key = 'version'"),
+                &[&VERSION.to_string()],
+            )
+            .map_err(e)?;
+            tracing::info!(target: "schedpool::durable", schema, version = VERSION,
+                "upgraded the schedpool schema");
+            return Ok(true);
+        }
         return Ok(false);
     }
     if !allowed {
@@ -481,6 +508,7 @@ fn migrate_in(
         tx.batch_execute(&format!("CREATE SCHEMA {s}")).map_err(e)?;
     }
     tx.batch_execute(&ddl_v1(schema)).map_err(e)?;
+    tx.batch_execute(&ddl_v2(schema)).map_err(e)?;
     tx.execute(
         &format!("INSERT INTO {s}.meta (key, value) VALUES ('version', $1)"),
         &[&VERSION.to_string()],

@@ -6,6 +6,8 @@
 //! over 100, one a chunk of 100), or a read; nothing here keeps state
 //! between calls but the wake-ups' (`wake.rs`).
 
+use super::ops_scripts::OpsScripts;
+use crate::durable::store::ops::DurableOps;
 use std::fmt;
 use std::time::Duration;
 
@@ -49,11 +51,12 @@ const MAX_ACKS: usize = 100;
 /// # Ok::<(), schedpool::durable::DurableError>(())
 /// ```
 pub struct RedisBackend {
-    redis: RedisClient,
+    pub(super) redis: RedisClient,
     /// The blocking connection and the cross-process wake-ups.
     wake: Wake,
     scripts: Scripts,
     dead: DeadScripts,
+    pub(super) ops: OpsScripts,
     /// What the checks at connect could not check or found unsafe.
     warnings: Vec<String>,
 }
@@ -138,6 +141,7 @@ impl RedisBackend {
                 get: Script::new(&scripts::get()),
             },
             dead: DeadScripts::new(),
+            ops: OpsScripts::new(),
             warnings,
         })
     }
@@ -259,7 +263,8 @@ impl DurableBackend for RedisBackend {
         // One script blocks Redis while it runs (about 50 µs per item
         // claimed): bound it (F7). A full batch chains the marker anyway.
         let max = max.min(MAX_CLAIM);
-        let reply: Vec<Value> = self.redis.invoke(
+        let (reply, _): (Vec<Value>, _) = self.redis.invoke_keyed(
+            Some(self.redis.extra_key("paused")),
             false,
             &self.scripts.claim,
             &[arg(ceil_ms(lease)), arg(max), arg(max_attempts)],
@@ -447,6 +452,10 @@ impl DurableBackend for RedisBackend {
 
     fn purge(&self, id: &str) -> Result<bool, DurableError> {
         self.dead.purge(&self.redis, id)
+    }
+
+    fn ops(&self) -> Option<&dyn DurableOps> {
+        Some(self)
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

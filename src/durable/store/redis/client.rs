@@ -312,6 +312,23 @@ impl RedisClient {
         args: &[Vec<Vec<u8>>],
     ) -> Result<(R, bool), DurableError> {
         let receipt = receipt_of.map(|id| self.receipt_key(id));
+        self.invoke_keyed(receipt, idempotent, script, args)
+    }
+
+    /// The key of one of the operator's parts of the queue (`paused`,
+    /// `audit`), passed to the scripts that use it as KEYS[8].
+    pub(super) fn extra_key(&self, part: &str) -> String {
+        format!("sp:{{{}}}:{part}", self.name)
+    }
+
+    /// As `invoke_counted`, with `extra` (when given) as KEYS[8].
+    pub(super) fn invoke_keyed<R: redis::FromRedisValue>(
+        &self,
+        receipt: Option<String>,
+        idempotent: bool,
+        script: &Script,
+        args: &[Vec<Vec<u8>>],
+    ) -> Result<(R, bool), DurableError> {
         let sent = std::cell::Cell::new(0u32);
         let reply = self.run(idempotent, |c| {
             sent.set(sent.get() + 1);

@@ -10,7 +10,9 @@
 //!    connection, local naps, unblock);
 //! 5. `backend.rs`: [`RedisBackend`], the `DurableBackend` over the four;
 //!    its dead-letter verbs (bury, requeue, purge, the listing: scripts and
-//!    calls) are `dead.rs`, beside it.
+//!    calls) are `dead.rs`, beside it; its operator side (`DurableOps`:
+//!    listing, inspect, counts by kind, paused kinds, audit) is `ops.rs`
+//!    over the scripts of `ops_scripts.rs`.
 //!
 //! Nothing here is reachable from the rest of `durable/` except those two
 //! public types.
@@ -21,6 +23,8 @@ mod backend;
 mod checks;
 mod client;
 mod dead;
+mod ops;
+mod ops_scripts;
 mod reply;
 mod scripts;
 mod wake;

@@ -14,7 +14,10 @@
 //!   `meta` exactly while it is in one of them.
 //! - Tokens come from `HINCRBY cfg token 1`: they never repeat in a queue.
 //! - "Now" is `TIME` (scripts replicate as effects since Redis 5).
-//! - Every loop is bounded: reclaim ≤ 100 leases, claim ≤ ARGV max.
+//! - Every loop is bounded: reclaim ≤ 100 leases, claim ≤ ARGV max; with
+//!   a kind paused, a claim reads ≤ `PAUSE_SCAN` due and as many future
+//!   items (KEYS[8] is then the `paused` hash: claims get it, as they
+//!   settle nothing and have no receipt key).
 //! - What is read back is untrusted: an id whose `meta` does not parse or
 //!   whose `data` is missing is moved to `dead` by the claim that meets
 //!   it (never an error that would stop every later claim); an envelope
@@ -41,9 +44,9 @@ local function wake_if_head(id, score)
   local head = redis.call('ZRANGE', KEYS[1], 0, 0)
   if head[1] == id then redis.call('ZADD', KEYS[5], score, 'w') end
 end
--- Settling scripts get `KEYS[8]`, the item's receipt: "token:result",
+-- Settling scripts get KEYS[8], the item's receipt: "token:result",
 -- kept RECEIPT_MS so a retried settle answers as its first attempt did
--- (ack_many gets one receipt key an item, from `KEYS[8]` on).
+-- (ack_many gets one receipt key an item, from KEYS[8] on).
 local function write_receipt_at(key, token, result)
   redis.call('SET', key, token .. ':' .. result, 'PX', RECEIPT_MS)
 end
@@ -54,8 +57,8 @@ local function receipt_at(key, token)
   if tok == token then return result end
   return nil
 end
-local function write_receipt(token, result) write_receipt_at(`KEYS[8]`, token, result) end
-local function receipt(token) return receipt_at(`KEYS[8]`, token) end
+local function write_receipt(token, result) write_receipt_at(KEYS[8], token, result) end
+local function receipt(token) return receipt_at(KEYS[8], token) end
 local function holds(id, token)
   local m = redis.call('HGET', KEYS[4], id)
   if not m then return nil end
@@ -68,9 +71,16 @@ end
 
 use crate::durable::store::backend::RECEIPT_MS;
 
+/// How many due items a claim reads when some kind is paused: those of a
+/// paused kind are passed over, so a claim finds items of other kinds
+/// only among the first `PAUSE_SCAN` due (and the first `PAUSE_SCAN`
+/// future ones, for its wait).
+pub(super) const PAUSE_SCAN: usize = 1000;
+
 /// A script: the shebang with `flags`, the prelude, then `body`.
 pub(super) fn script(flags: &str, body: &str) -> String {
     let prelude = PRELUDE.replace("RECEIPT_MS", &RECEIPT_MS.to_string());
+    let body = body.replace("PAUSE_SCAN", &PAUSE_SCAN.to_string());
     format!("#!lua{flags}\n{prelude}\n{body}")
 }
 
@@ -92,7 +102,12 @@ redis.call('HSET', KEYS[4], id, pack(token, 0, deadline, deadline))
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[6], id)
 redis.call('ZADD', KEYS[1], deadline, id)
-wake_if_head(id, deadline)
+if (tonumber(redis.call('HGET', KEYS[7], 'npaused') or '0') or 0) > 0 then
+  -- The head may be of a paused kind: wake a consumer to look.
+  redis.call('ZADD', KEYS[5], 'NX', deadline, 'w')
+else
+  wake_if_head(id, deadline)
+end
 if live then return {2, deadline} else return {1, deadline} end
 "#,
     )
@@ -125,7 +140,31 @@ for _, id in ipairs(expired) do
 end
 local out = {now, -1}
 local ids = {}
-if max > 0 then
+-- Paused kinds (KEYS[8], the `paused` hash, counted in cfg `npaused`):
+-- the first PAUSE_SCAN due items are read, those of a paused kind passed
+-- over (they stay due); `more` is whether a due item to claim is left.
+local npaused = tonumber(redis.call('HGET', KEYS[7], 'npaused') or '0') or 0
+local paused = npaused > 0 and KEYS[8] ~= nil
+local more, truncated = false, false
+local kinds = {}
+local function is_paused(env)
+  if not env or #env < 2 or string.byte(env, 1) ~= 1 then return false end
+  local k = string.sub(env, 3, 2 + string.byte(env, 2))
+  if kinds[k] == nil then kinds[k] = redis.call('HGET', KEYS[8], k) ~= false end
+  return kinds[k]
+end
+if paused then
+  local cand = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, PAUSE_SCAN)
+  truncated = #cand == PAUSE_SCAN
+  if #cand > 0 then
+    local envs = redis.call('HMGET', KEYS[3], unpack(cand))
+    for i, id in ipairs(cand) do
+      if not is_paused(envs[i]) then
+        if #ids < max then ids[#ids + 1] = id else more = true; break end
+      end
+    end
+  end
+elseif max > 0 then
   ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max)
 end
 if #ids > 0 then
@@ -170,8 +209,30 @@ if #ids > 0 then
   if #dead > 0 then redis.call('ZADD', KEYS[6], unpack(dead)) end
 end
 local next_at = nil
-local d = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if d[2] then next_at = tonumber(d[2]) end
+if paused then
+  -- The earliest pending item not paused: due ones left over, else the
+  -- first future one within PAUSE_SCAN; past the scan, look again in 1 s.
+  if more then
+    next_at = now
+  else
+    local fut = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES',
+                           'LIMIT', 0, PAUSE_SCAN)
+    local fids = {}
+    for i = 1, #fut, 2 do fids[#fids + 1] = fut[i] end
+    if #fids > 0 then
+      local envs = redis.call('HMGET', KEYS[3], unpack(fids))
+      for i, id in ipairs(fids) do
+        if not is_paused(envs[i]) then next_at = tonumber(fut[2 * i]); break end
+      end
+    end
+    if truncated or (next_at == nil and #fids == PAUSE_SCAN) then
+      if next_at == nil or next_at > now + 1000 then next_at = now + 1000 end
+    end
+  end
+else
+  local d = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if d[2] then next_at = tonumber(d[2]) end
+end
 local l = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 if l[2] and (next_at == nil or tonumber(l[2]) < next_at) then next_at = tonumber(l[2]) end
 if next_at ~= nil then

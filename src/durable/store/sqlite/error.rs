@@ -14,10 +14,22 @@ use rusqlite::ErrorCode;
 
 use crate::durable::store::error::{DurableError, ErrorDetail};
 
+/// A durable kind's constructor.
+pub(super) type Kind = fn(ErrorDetail) -> DurableError;
+
 /// `err`, in the durable kinds, its text prefixed with what was being done.
 pub(super) fn map(doing: &str, err: rusqlite::Error) -> DurableError {
-    type Kind = fn(ErrorDetail) -> DurableError;
-    let (kind, why): (Kind, &str) = match err.sqlite_error_code() {
+    let (kind, why) = kind_of(err.sqlite_error_code());
+    kind(ErrorDetail::with_source(
+        format!("{doing}: {why}: {err}"),
+        err,
+    ))
+}
+
+/// The durable kind of SQLite's result `code` (`None`: not SQLite's, a
+/// value of an unexpected type), and why, per the table above.
+pub(super) fn kind_of(code: Option<ErrorCode>) -> (Kind, &'static str) {
+    match code {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => (
             DurableError::Unavailable,
             "another connection held the database past the busy timeout",
@@ -47,11 +59,7 @@ pub(super) fn map(doing: &str, err: rusqlite::Error) -> DurableError {
             DurableError::Format,
             "unexpected row in the schedpool tables",
         ),
-    };
-    kind(ErrorDetail::with_source(
-        format!("{doing}: {why}: {err}"),
-        err,
-    ))
+    }
 }
 
 /// A reply of an unexpected shape (a column of another type: a foreign

@@ -10,11 +10,15 @@
 //!    `PRAGMA data_version` across processes;
 //! 5. `backend.rs`: [`SqliteBackend`], the `DurableBackend` over them;
 //! 6. `tx.rs`: the steps in the caller's own transaction
-//!    (`InTransaction` for `rusqlite::Transaction` and `Connection`).
+//!    (`InTransaction` for `rusqlite::Transaction` and `Connection`);
+//!    `async_tx.rs` (feature `sqlx-sqlite`): the same on a sqlx SQLite
+//!    transaction or connection (`AsyncInTransaction`).
 //!
 //! Nothing here is reachable from the rest of `durable/` except those
-//! public types and the `InTransaction` impls.
+//! public types and the `InTransaction` (`AsyncInTransaction`) impls.
 
+#[cfg(feature = "sqlx-sqlite")]
+mod async_tx;
 mod backend;
 mod dead;
 mod error;

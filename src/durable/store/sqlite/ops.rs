@@ -16,26 +16,9 @@ use super::backend::SqliteBackend;
 use super::error::map;
 use crate::durable::store::error::DurableError;
 use crate::durable::store::ops::{
-    AuditEntry, DurableOps, ItemDetail, ItemSummary, KindCounts, ListFilter, Page, PausedKind,
-    StoredState,
+    fold_counts, AuditEntry, DurableOps, ItemDetail, ItemSummary, KindCounts, ListFilter, Page,
+    PausedKind, StoredState,
 };
-
-pub(super) fn state_code(state: StoredState) -> i64 {
-    match state {
-        StoredState::Pending => 0,
-        StoredState::InFlight => 1,
-        StoredState::Dead => 2,
-    }
-}
-
-pub(super) fn code_state(code: i64) -> Option<StoredState> {
-    match code {
-        0 => Some(StoredState::Pending),
-        1 => Some(StoredState::InFlight),
-        2 => Some(StoredState::Dead),
-        _ => None,
-    }
-}
 
 fn ms(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
@@ -52,7 +35,7 @@ fn list_query(q: &str, f: &ListFilter) -> (String, Vec<Value>) {
         "SELECT id, kind, score, deadline, attempts FROM schedpool_items \
          WHERE queue = ?1 AND state = ?2",
     );
-    let mut args: Vec<Value> = vec![q.to_string().into(), state_code(f.state).into()];
+    let mut args: Vec<Value> = vec![q.to_string().into(), f.state.code().into()];
     // Appends `text`, its `?` numbered as the next parameter, `v`.
     fn arg(text: &str, v: Value, sql_text: &mut String, args: &mut Vec<Value>) {
         args.push(v);
@@ -114,7 +97,7 @@ fn inspect(c: &Connection, q: &str, id: &str) -> Result<Option<ItemDetail>, Dura
     )
     .and_then(|mut s| {
         s.query_row(params![q, id], |r| {
-            let Some(state) = code_state(r.get(0)?) else {
+            let Some(state) = StoredState::from_code(r.get(0)?) else {
                 return Ok(None);
             };
             Ok(Some(ItemDetail::new(
@@ -145,16 +128,7 @@ fn count_by_kind(c: &Connection, q: &str) -> Result<Vec<KindCounts>, DurableErro
                 .collect()
         })
         .map_err(|e| map("counting items by kind", e))?;
-    let mut out: Vec<KindCounts> = Vec::new();
-    for (kind, state, n) in rows {
-        if out.last().is_none_or(|k| k.kind != kind) {
-            out.push(KindCounts::new(&kind));
-        }
-        if let (Some(state), Some(last)) = (code_state(state), out.last_mut()) {
-            last.add(state, usize::try_from(n).unwrap_or(0));
-        }
-    }
-    Ok(out)
+    Ok(fold_counts(rows))
 }
 
 impl DurableOps for SqliteBackend {

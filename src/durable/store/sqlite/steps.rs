@@ -45,9 +45,59 @@ fn ms(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
+/// Draws ?1 tokens, answering the last of them.
+pub(super) const TOKENS_SQL: &str =
+    "UPDATE schedpool_tokens SET last = last + ?1 WHERE one = 1 RETURNING last";
+
+/// `put`'s first read: the state of (?1, ?2), if stored.
+pub(super) const STATE_SQL: &str = "SELECT state FROM schedpool_items WHERE queue = ?1 AND id = ?2";
+
+/// `put`'s write: (?1 queue, ?2 id) pending at ?3 with token ?4,
+/// envelope ?5 and kind ?6 (the envelope's, for the operator's index),
+/// whatever it was.
+pub(super) const UPSERT_SQL: &str =
+    "INSERT INTO schedpool_items (queue, id, state, score, deadline, due, token, attempts, envelope, kind) \
+     VALUES (?1, ?2, 0, ?3, ?3, ?3, ?4, 0, ?5, ?6) \
+     ON CONFLICT (queue, id) DO UPDATE SET state = 0, score = ?3, deadline = ?3, due = ?3, \
+       token = ?4, attempts = 0, envelope = ?5, kind = ?6, r_token = NULL, r_result = NULL, \
+       r_expires = NULL";
+
+/// `cancel`: deletes (?1, ?2) unless acked, answering its state and
+/// envelope.
+pub(super) const CANCEL_SQL: &str = "DELETE FROM schedpool_items WHERE queue = ?1 AND id = ?2 \
+     AND state < 3 RETURNING state, envelope";
+
+/// The stored deadline of a put `when`, at `now`.
+pub(super) fn deadline_of(when: When, now: u64) -> i64 {
+    sql(match when {
+        When::After(delay) => now.saturating_add(ceil_ms(delay)),
+        When::AtServerMs(at) => at,
+    })
+}
+
+/// A put's answer: `live` when the id was pending or in flight before.
+pub(super) fn put_answer(live: bool, deadline: i64) -> Put {
+    let deadline_ms = ms(deadline);
+    if live {
+        Put::Replaced { deadline_ms }
+    } else {
+        Put::Inserted { deadline_ms }
+    }
+}
+
+/// A cancel's answer, from the (state, envelope) it deleted.
+pub(super) fn cancelled(row: Option<(i64, Vec<u8>)>) -> Cancelled {
+    match row {
+        None => Cancelled::NotFound,
+        Some((0, env)) => Cancelled::Pending(env),
+        Some((1, _)) => Cancelled::InFlight,
+        Some((_, env)) => Cancelled::Dead(dead_record::envelope(env)),
+    }
+}
+
 /// Draws `n` tokens: the last of them (the first is `last - n + 1`).
 fn tokens(c: &Connection, n: i64) -> Result<i64, DurableError> {
-    c.prepare_cached("UPDATE schedpool_tokens SET last = last + ?1 WHERE one = 1 RETURNING last")
+    c.prepare_cached(TOKENS_SQL)
         .and_then(|mut s| s.query_row([n], |r| r.get(0)))
         .map_err(|e| map("drawing a token", e))
 }
@@ -113,13 +163,9 @@ pub(super) fn put(
     if id.is_empty() {
         return Err(DurableError::Config("an item id must not be empty".into()));
     }
-    let d = match when {
-        When::After(delay) => now.saturating_add(ceil_ms(delay)),
-        When::AtServerMs(at) => at,
-    };
-    let d = sql(d);
+    let d = deadline_of(when, now);
     let old: Option<i64> = c
-        .prepare_cached("SELECT state FROM schedpool_items WHERE queue = ?1 AND id = ?2")
+        .prepare_cached(STATE_SQL)
         .and_then(|mut s| s.query_row(params![q, id], |r| r.get(0)).optional())
         .map_err(|e| map("put", e))?;
     let live = matches!(old, Some(0 | 1));
@@ -127,25 +173,11 @@ pub(super) fn put(
         return Ok((Put::Exists, false));
     }
     let token = tokens(c, 1)?;
-    c.prepare_cached(
-        "INSERT INTO schedpool_items (queue, id, state, score, deadline, due, token, attempts, envelope, kind) \
-         VALUES (?1, ?2, 0, ?3, ?3, ?3, ?4, 0, ?5, ?6) \
-         ON CONFLICT (queue, id) DO UPDATE SET state = 0, score = ?3, deadline = ?3, due = ?3, \
-           token = ?4, attempts = 0, envelope = ?5, kind = ?6, r_token = NULL, r_result = NULL, \
-           r_expires = NULL",
-    )
-    .and_then(|mut s| {
-        let kind = stored_kind(StoredState::Pending, envelope);
-        s.execute(params![q, id, d, token, envelope, kind])
-    })
-    .map_err(|e| map("put", e))?;
-    let deadline_ms = ms(d);
-    let put = if live {
-        Put::Replaced { deadline_ms }
-    } else {
-        Put::Inserted { deadline_ms }
-    };
-    Ok((put, is_head(c, q, id, d)?))
+    let kind = stored_kind(StoredState::Pending, envelope);
+    c.prepare_cached(UPSERT_SQL)
+        .and_then(|mut s| s.execute(params![q, id, d, token, envelope, kind]))
+        .map_err(|e| map("put", e))?;
+    Ok((put_answer(live, d), is_head(c, q, id, d)?))
 }
 
 /// Moves expired leases back (or to the dead set), then leases up to `max`
@@ -383,21 +415,13 @@ pub(super) fn reschedule(
 /// Removes (q, id) wherever it is.
 pub(super) fn cancel(c: &Connection, q: &str, id: &str) -> Result<Cancelled, DurableError> {
     let row: Option<(i64, Vec<u8>)> = c
-        .prepare_cached(
-            "DELETE FROM schedpool_items WHERE queue = ?1 AND id = ?2 AND state < 3 \
-             RETURNING state, envelope",
-        )
+        .prepare_cached(CANCEL_SQL)
         .and_then(|mut s| {
             s.query_row(params![q, id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()
         })
         .map_err(|e| map("cancel", e))?;
-    Ok(match row {
-        None => Cancelled::NotFound,
-        Some((0, env)) => Cancelled::Pending(env),
-        Some((1, _)) => Cancelled::InFlight,
-        Some((_, env)) => Cancelled::Dead(dead_record::envelope(env)),
-    })
+    Ok(cancelled(row))
 }
 
 /// Reads (q, id) without changing it.

@@ -27,6 +27,44 @@ use crate::durable::store::error::DurableError;
 use crate::durable::store::tx::impl_in_transaction;
 
 impl SqliteBackend {
+    /// The SQLite backend behind `store`, else a `Config` error naming
+    /// `verb` and the client (`with`) it was called with.
+    pub(super) fn of<'a>(
+        store: &'a dyn DurableBackend,
+        verb: &str,
+        with: &str,
+    ) -> Result<&'a SqliteBackend, DurableError> {
+        store
+            .as_any()
+            .and_then(|any| any.downcast_ref::<SqliteBackend>())
+            .ok_or_else(|| {
+                DurableError::Config(
+                    format!("{verb} with {with} needs a SqliteBackend; this queue has {store:?}")
+                        .into(),
+                )
+            })
+    }
+
+    /// `Ok` when `same` (the caller's connection, on `file`, is on this
+    /// backend's file), else the `Config` error naming `verb`.
+    pub(super) fn check_file(
+        &self,
+        same: bool,
+        file: Option<&str>,
+        verb: &str,
+    ) -> Result<(), DurableError> {
+        if same {
+            return Ok(());
+        }
+        Err(DurableError::Config(
+            format!(
+                "{verb}: the transaction's connection is on {file:?}, not on the queue's file {}",
+                self.path().display()
+            )
+            .into(),
+        ))
+    }
+
     /// The SQLite backend behind `store`, if `conn` is on its file; else a
     /// `Config` error naming `verb`.
     fn of_on<'a>(
@@ -34,29 +72,13 @@ impl SqliteBackend {
         conn: &Connection,
         verb: &str,
     ) -> Result<&'a SqliteBackend, DurableError> {
-        let backend = store
-            .as_any()
-            .and_then(|any| any.downcast_ref::<SqliteBackend>())
-            .ok_or_else(|| {
-                DurableError::Config(
-                    format!("{verb} with a rusqlite transaction needs a SqliteBackend; this queue has {store:?}").into(),
-                )
-            })?;
+        let backend = Self::of(store, verb, "a rusqlite transaction")?;
         let same = conn
             .path()
             .filter(|p| !p.is_empty())
             .and_then(|p| std::fs::canonicalize(p).ok())
             .is_some_and(|p| p == backend.path());
-        if !same {
-            return Err(DurableError::Config(
-                format!(
-                    "{verb}: the transaction's connection is on {:?}, not on the queue's file {}",
-                    conn.path(),
-                    backend.path().display()
-                )
-                .into(),
-            ));
-        }
+        backend.check_file(same, conn.path(), verb)?;
         Ok(backend)
     }
 

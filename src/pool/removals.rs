@@ -1,0 +1,156 @@
+//! Deferred removal: where a cancel leaves its task's queue node for the
+//! heap's owner, so that cancelling never waits on the pool lock (JDK 25's
+//! `DelayScheduler` does the same).
+//!
+//! A cancel has already won the task's state (`-> CANCELLED`), completed its
+//! handle and dropped its body when it gets here. What is left is the queue
+//! node (the heap entry, tens of bytes) and the bookkeeping: it pushes the
+//! task onto this list, under a lock of its own held for one `Vec::push`,
+//! and whoever next holds the pool lock takes the list
+//! ([`absorb`](crate::pool::state::State::absorb)): counts the cancels,
+//! takes the tasks out of the queue and the paused list.
+//!
+//! # Invariants
+//!
+//! - Every holder of the pool lock takes this list before it reads the
+//!   queue or the counters, so `queue_len()`, `stats()`, the metrics and
+//!   `shutdown_now()` see every cancel that returned before they were
+//!   called: the task is uncounted at once, though its node may stay in the
+//!   heap until then.
+//! - *Reclaim bound.* A waiting worker that is about to sleep publishes
+//!   when it will next wake ([`Removals::sleeping_until`]) and then checks
+//!   that the list is empty (both sequentially consistent; a cancel pushes,
+//!   then reads the published time: one of the two sees the other). A
+//!   cancel that finds the list was empty and no waiter due within
+//!   [`RECLAIM_BOUND`] wakes one (taking the pool lock only to signal, at
+//!   most once per empty-to-non-empty change). A waiter that took
+//!   removals sleeps at most [`RECLAIM_BOUND`] while they keep coming. So
+//!   a node is reclaimed at the next wake-up of a worker, and no later than
+//!   [`RECLAIM_BOUND`] after its cancel while a worker waits (a pool whose
+//!   workers are all running long tasks reclaims when one of them next
+//!   takes the lock).
+//! - *Bulk.* When the list grows past a share of the queue
+//!   ([`Removals::bulk_at`]), the cancel that crosses it wakes a waiter at
+//!   once: unreclaimed nodes never outnumber a quarter of the queue (plus
+//!   [`BULK_MIN`]) for longer than a wake-up.
+//! - *Urgent.* While the pool is shutting down or a thread waits in
+//!   `wait_idle`, a cancel takes the pool lock itself (as before this
+//!   list), so termination and idleness are seen at once.
+
+use std::time::Duration;
+
+use crate::base::clock::Nanos;
+use crate::base::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::task::ptr::TaskPtr;
+
+/// The longest a cancelled task's node stays in the queue while a worker
+/// waits (see the invariants).
+pub(crate) const RECLAIM_BOUND: Duration = Duration::from_millis(10);
+
+/// [`RECLAIM_BOUND`] in nanoseconds.
+const BOUND_NANOS: Nanos = RECLAIM_BOUND.as_nanos() as Nanos;
+
+/// The fewest pending removals that wake a waiter at once, whatever the
+/// queue's length: below it, the reclaim bound alone applies (a few
+/// hundred KiB at most).
+pub(crate) const BULK_MIN: usize = 4096;
+
+/// What a cancel must do after leaving its task here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum After {
+    /// Nothing: a waiter will take the list within the bound.
+    Nothing,
+    /// Wake one waiter (the list was empty and nobody wakes in time, or it
+    /// grew past the bulk share).
+    Wake,
+    /// Take the pool lock and reclaim at once (shutdown, `wait_idle`).
+    Reclaim,
+}
+
+/// See the module documentation.
+pub(crate) struct Removals {
+    list: Mutex<Vec<TaskPtr>>,
+    /// How many tasks the list holds (exact under its lock; a hint outside).
+    len: AtomicUsize,
+    /// When the next waiter to sleep wakes at the latest, on the real
+    /// clock's scale (`u64::MAX`: no timed waiter; unknown).
+    wake_at: AtomicU64,
+    /// A length at which a cancel wakes a waiter at once.
+    bulk_at: AtomicUsize,
+    /// Cancels reclaim under the pool lock themselves.
+    urgent: AtomicBool,
+}
+
+impl Removals {
+    pub(crate) fn new() -> Self {
+        Removals {
+            list: Mutex::new(Vec::new()),
+            len: AtomicUsize::new(0),
+            wake_at: AtomicU64::new(u64::MAX),
+            bulk_at: AtomicUsize::new(BULK_MIN),
+            urgent: AtomicBool::new(false),
+        }
+    }
+
+    /// Leaves a cancelled task for the owner; `now` reads the real clock
+    /// (called only when the list was empty). Says what the caller must do
+    /// to keep the bounds.
+    pub(crate) fn push(&self, task: TaskPtr, now: impl FnOnce() -> Nanos) -> After {
+        let before = {
+            let mut list = self.list.lock();
+            list.push(task);
+            self.len.fetch_add(1, Ordering::SeqCst)
+        };
+        if self.urgent.load(Ordering::SeqCst) {
+            return After::Reclaim;
+        }
+        let bulk = self.bulk_at.load(Ordering::Relaxed);
+        if before < bulk && before + 1 >= bulk {
+            return After::Wake;
+        }
+        if before == 0 && self.wake_at.load(Ordering::SeqCst) > now().saturating_add(BOUND_NANOS) {
+            return After::Wake;
+        }
+        After::Nothing
+    }
+
+    /// True if the list looks empty (a hint: see the invariants for who
+    /// must not trust it).
+    #[inline]
+    pub(crate) fn looks_empty(&self) -> bool {
+        self.len.load(Ordering::Relaxed) == 0
+    }
+
+    /// Moves the list's tasks into `out` (empty; capacities are swapped).
+    pub(crate) fn take(&self, out: &mut Vec<TaskPtr>) {
+        debug_assert!(out.is_empty());
+        let mut list = self.list.lock();
+        std::mem::swap(&mut *list, out);
+        self.len.store(0, Ordering::SeqCst);
+    }
+
+    /// The queue holds `queued` tasks after a reclaim: sets the bulk share.
+    pub(crate) fn set_queued(&self, queued: usize) {
+        self.bulk_at
+            .store((queued / 4).max(BULK_MIN), Ordering::Relaxed);
+    }
+
+    /// A waiter is about to sleep (pool lock held) and wakes by `wake_at`
+    /// (real clock; `u64::MAX`: untimed) at the latest. False if a removal
+    /// came in since the last take: take it and look again instead.
+    pub(crate) fn sleeping_until(&self, wake_at: Nanos) -> bool {
+        self.wake_at.store(wake_at, Ordering::SeqCst);
+        self.len.load(Ordering::SeqCst) == 0
+    }
+
+    /// A waiter woke: its published time no longer holds.
+    pub(crate) fn awake(&self) {
+        self.wake_at.store(u64::MAX, Ordering::SeqCst);
+    }
+
+    /// Cancels reclaim under the pool lock themselves while `urgent`
+    /// (pool lock held).
+    pub(crate) fn set_urgent(&self, urgent: bool) {
+        self.urgent.store(urgent, Ordering::SeqCst);
+    }
+}
