@@ -93,11 +93,27 @@ impl Error {
     }
 
     /// Its kind.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::{Error, ErrorKind};
+    ///
+    /// assert_eq!(Error::new(ErrorKind::Refused, "no").kind().exit_code(), 5);
+    /// ```
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
 
     /// Its message.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::{Error, ErrorKind};
+    ///
+    /// assert_eq!(Error::new(ErrorKind::Usage, "give --queue").message(), "give --queue");
+    /// ```
     pub fn message(&self) -> &str {
         &self.message
     }

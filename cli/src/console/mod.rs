@@ -82,6 +82,15 @@ impl ConsoleConfig {
     /// A console whose changes need `token` (use a long random one:
     /// [`generate_token`]); reads are open, every `Host` is accepted,
     /// samples every 5 s, one hour of history.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::console::ConsoleConfig;
+    ///
+    /// let c = ConsoleConfig::new(schedpool_cli::console::generate_token());
+    /// assert!(!c.reads_need_token());
+    /// ```
     pub fn new(token: impl Into<String>) -> Self {
         ConsoleConfig {
             token: token.into().into(),
@@ -97,12 +106,28 @@ impl ConsoleConfig {
 
     /// Reads need the token too (set it when anyone but the machine's own
     /// users can reach the console).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::console::ConsoleConfig;
+    ///
+    /// assert!(ConsoleConfig::new("t").token_for_reads(true).reads_need_token());
+    /// ```
     pub fn token_for_reads(mut self, on: bool) -> Self {
         self.token_for_reads = on;
         self
     }
 
     /// Whether reads need the token.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::console::ConsoleConfig;
+    ///
+    /// assert!(!ConsoleConfig::new("t").reads_need_token());
+    /// ```
     pub fn reads_need_token(&self) -> bool {
         self.token_for_reads
     }
@@ -110,6 +135,15 @@ impl ConsoleConfig {
     /// Only requests whose `Host` header names one of `hosts` (with or
     /// without a port) are served: a defence against DNS rebinding. Empty
     /// (the default) accepts any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::console::ConsoleConfig;
+    ///
+    /// let c = ConsoleConfig::new("t").allowed_hosts(["ops.example.com", "ops.example.com:8443"]);
+    /// # drop(c);
+    /// ```
     pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -120,12 +154,30 @@ impl ConsoleConfig {
     }
 
     /// How often the charts' history is sampled (default 5 s; at least 100 ms).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::console::ConsoleConfig;
+    ///
+    /// let c = ConsoleConfig::new("t").sample_every(std::time::Duration::from_secs(10));
+    /// # drop(c);
+    /// ```
     pub fn sample_every(mut self, every: Duration) -> Self {
         self.sample_every = every.max(Duration::from_millis(100));
         self
     }
 
     /// How many samples the history keeps (default 720: an hour at 5 s).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::console::ConsoleConfig;
+    ///
+    /// let c = ConsoleConfig::new("t").samples(8640); // a day at 10 s
+    /// # drop(c);
+    /// ```
     pub fn samples(mut self, n: usize) -> Self {
         self.samples = n.max(2);
         self
@@ -134,18 +186,45 @@ impl ConsoleConfig {
     /// The path the router is nested under (`"/ops"` for
     /// `Router::new().nest("/ops", router(..))`), for the links it writes
     /// and its cookie's path. Default: none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::console::ConsoleConfig;
+    ///
+    /// let c = ConsoleConfig::new("t").base_path("/ops/");
+    /// # drop(c);
+    /// ```
     pub fn base_path(mut self, path: &str) -> Self {
         self.base_path = path.trim_end_matches('/').to_string();
         self
     }
 
     /// Mark the session cookie `Secure` (serve the console over HTTPS then).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::console::ConsoleConfig;
+    ///
+    /// let c = ConsoleConfig::new("t").secure_cookie(true);
+    /// # drop(c);
+    /// ```
     pub fn secure_cookie(mut self, on: bool) -> Self {
         self.secure_cookie = on;
         self
     }
 
     /// The most payload text an item page shows, in bytes (default 64 KiB).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::console::ConsoleConfig;
+    ///
+    /// let c = ConsoleConfig::new("t").payload_cap(4096);
+    /// # drop(c);
+    /// ```
     pub fn payload_cap(mut self, bytes: usize) -> Self {
         self.payload_cap = bytes.max(16);
         self

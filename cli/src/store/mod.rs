@@ -133,6 +133,16 @@ impl Store {
     }
 
     /// What the store is, for titles: its URL without password and its queue.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool::durable::MemoryBackend;
+    ///
+    /// let store = schedpool_cli::Store::from_backend(MemoryBackend::new(), "orders in memory")?;
+    /// assert_eq!(store.label(), "orders in memory");
+    /// # Ok::<(), schedpool_cli::Error>(())
+    /// ```
     pub fn label(&self) -> &str {
         &self.label
     }
@@ -142,6 +152,26 @@ impl Store {
     /// # Errors
     ///
     /// The store's error (see [`Error`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// let o = store.overview()?;
+    /// assert_eq!((o.pending, o.dead), (1, 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn overview(&self) -> Result<Overview, Error> {
         self.ops.overview()
     }
@@ -152,6 +182,29 @@ impl Store {
     /// # Errors
     ///
     /// A usage error for a malformed cursor; the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// let dead = Filter { state: Some(State::Dead), ..Filter::default() };
+    /// let page = store.list(&dead, None, 1)?;
+    /// assert_eq!(page.items[0].id, "charge-1");
+    /// let next = store.list(&dead, page.next_cursor.as_deref(), 1)?;
+    /// assert_eq!(next.items[0].id, "charge-2");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn list(&self, filter: &Filter, cursor: Option<&str>, limit: usize) -> Result<Page, Error> {
         self.ops.list(filter, cursor, limit)
     }
@@ -162,6 +215,26 @@ impl Store {
     ///
     /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) when there is no
     /// such item; the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// assert_eq!(store.item("order-1")?.item.state, State::Pending);
+    /// assert_eq!(store.item("nope").unwrap_err().kind(), ErrorKind::NotFound);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn item(&self, id: &str) -> Result<ItemDetail, Error> {
         self.ops
             .item(id)?
@@ -174,6 +247,27 @@ impl Store {
     ///
     /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) when `id` is not
     /// a dead letter (never was, or another operator moved it first).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// store.requeue("charge-1", "ada")?;
+    /// assert_eq!(store.item("charge-1")?.item.state, State::Pending);
+    /// assert_eq!(store.requeue("charge-1", "ada").unwrap_err().kind(), ErrorKind::NotFound);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn requeue(&self, id: &str, by: &str) -> Result<(), Error> {
         if self.ops.requeue(id, by)? {
             Ok(())
@@ -189,6 +283,26 @@ impl Store {
     /// # Errors
     ///
     /// As for [`requeue`](Self::requeue).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// store.purge("charge-2", "ada")?;
+    /// assert_eq!(store.overview()?.dead, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn purge(&self, id: &str, by: &str) -> Result<(), Error> {
         if self.ops.purge(id, by)? {
             Ok(())
@@ -205,6 +319,26 @@ impl Store {
     ///
     /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) when there is no
     /// such item.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// assert_eq!(store.cancel("order-1", "ada")?, State::Pending);
+    /// assert_eq!(store.cancel("order-1", "ada").unwrap_err().kind(), ErrorKind::NotFound);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cancel(&self, id: &str, by: &str) -> Result<State, Error> {
         self.ops
             .cancel(id, by)?
@@ -220,6 +354,30 @@ impl Store {
     ///
     /// The store's error; items moved before it stay moved (the audit
     /// trail records them).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// let all = Filter::default();
+    /// let dry = store.bulk(BulkAction::Requeue, &all, 10, true, "ada", &mut |_| {})?;
+    /// assert_eq!((dry.matched, dry.changed), (2, 0));
+    /// let done = store.bulk(BulkAction::Requeue, &all, 10, false, "ada", &mut |_| {})?;
+    /// assert_eq!(done.changed, 2);
+    /// assert_eq!(store.audit(1)?[0].action, "requeue");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn bulk(
         &self,
         action: BulkAction,
@@ -238,6 +396,27 @@ impl Store {
     /// # Errors
     ///
     /// A usage error for an empty kind; the store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// assert!(store.pause("mail", "ada")?);
+    /// assert!(!store.pause("mail", "ada")?, "paused already");
+    /// assert_eq!(store.overview()?.paused[0].by, "ada");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pause(&self, kind: &str, by: &str) -> Result<bool, Error> {
         self.ops.pause(kind, by)
     }
@@ -247,6 +426,27 @@ impl Store {
     /// # Errors
     ///
     /// The store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// store.pause("mail", "ada")?;
+    /// assert!(store.resume("mail", "ada")?);
+    /// assert!(!store.resume("mail", "ada")?, "not paused");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn resume(&self, kind: &str, by: &str) -> Result<bool, Error> {
         self.ops.resume(kind, by)
     }
@@ -256,6 +456,25 @@ impl Store {
     /// # Errors
     ///
     /// The store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// assert!(store.schedules()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn schedules(&self) -> Result<Vec<Schedule>, Error> {
         self.ops.schedules()
     }
@@ -267,6 +486,26 @@ impl Store {
     ///
     /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) when there is no
     /// such schedule.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// let err = store.fire("nightly", "ada").unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::NotFound);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn fire(&self, name: &str, by: &str) -> Result<String, Error> {
         self.ops.fire(name, by)
     }
@@ -276,6 +515,27 @@ impl Store {
     /// # Errors
     ///
     /// The store's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::durable::{DurableQueue, MemoryBackend};
+    /// use schedpool_cli::{BulkAction, ErrorKind, Filter, State, Store};
+    ///
+    /// let backend = MemoryBackend::new();
+    /// let queue: DurableQueue<u64> = DurableQueue::new(backend.clone());
+    /// for id in ["charge-1", "charge-2"] {
+    ///     queue.put(id, &1, Duration::ZERO)?;
+    ///     queue.take()?.expect("due").dead_letter()?;
+    /// }
+    /// queue.put("order-1", &1, Duration::from_secs(60))?;
+    /// let store = Store::from_backend(backend, "memory")?;
+    /// store.pause("mail", "ada")?;
+    /// let last = &store.audit(10)?[0];
+    /// assert_eq!((last.action.as_str(), last.target.as_str(), last.by.as_str()), ("pause", "mail", "ada"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn audit(&self, limit: usize) -> Result<Vec<Audit>, Error> {
         self.ops.audit(limit)
     }

@@ -42,6 +42,15 @@ impl State {
     }
 
     /// The state named `name` (see [`name`](Self::name)); `None` for another word.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedpool_cli::State;
+    ///
+    /// assert_eq!(State::parse("dead"), Some(State::Dead));
+    /// assert_eq!(State::parse("gone"), None);
+    /// ```
     pub fn parse(name: &str) -> Option<State> {
         State::ALL.into_iter().find(|s| s.name() == name)
     }
