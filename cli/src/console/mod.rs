@@ -7,8 +7,8 @@
 //! form bodies), `security` (sessions, the token, CSRF, the Host check,
 //! response headers), `sampler` (the in-memory history the charts draw),
 //! `chart` (inline SVG), `layout` (the page frame and its stylesheet),
-//! `pages` (reads), `actions` (changes), and this file (configuration and
-//! routes).
+//! `pages` (reads, and what every page uses), `lists` (item lists),
+//! `actions` (changes), and this file (configuration and routes).
 //!
 //! Security model (docs/durable.md, "Operating it"):
 //!
@@ -28,6 +28,7 @@ mod actions;
 mod chart;
 mod form;
 mod layout;
+mod lists;
 mod pages;
 mod sampler;
 mod security;
@@ -320,9 +321,9 @@ pub fn router(store: Store, config: ConsoleConfig) -> Router {
     sampler::start(&console);
     Router::new()
         .route("/", get(pages::overview))
-        .route("/items", get(pages::items))
+        .route("/items", get(lists::items))
         .route("/item", get(pages::item))
-        .route("/dead", get(pages::dead))
+        .route("/dead", get(lists::dead))
         .route("/schedules", get(pages::schedules))
         .route("/audit", get(pages::audit))
         .route("/login", get(pages::login).post(actions::login))
