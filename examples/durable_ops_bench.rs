@@ -14,7 +14,7 @@
 //! a file with the backend's defaults).
 //!
 //! Run: `cargo run --release --features redis,postgres,sqlite --example durable_ops_bench`
-//! (`-- --pending N --rounds R`).
+//! (`-- --pending N --rounds R`; `--only sqlite|postgres|redis` runs one store).
 
 #[cfg(not(all(feature = "redis", feature = "postgres", feature = "sqlite")))]
 fn main() {
@@ -217,10 +217,22 @@ mod bench {
         let rounds = arg("--rounds", 5).max(1);
         println!("| store | read at {pending} pending | median of {rounds} | slowest |");
         println!("|---|---|---:|---:|");
+        let args: Vec<String> = std::env::args().collect();
+        let only = args
+            .iter()
+            .position(|a| a == "--only")
+            .and_then(|i| args.get(i + 1).cloned());
+        let run = |name: &str| only.as_deref().is_none_or(|o| o == name);
         let mut all = Vec::new();
-        all.extend(sqlite(pending, rounds));
-        all.extend(postgres(pending, rounds));
-        all.extend(redis(pending, rounds));
+        if run("sqlite") {
+            all.extend(sqlite(pending, rounds));
+        }
+        if run("postgres") {
+            all.extend(postgres(pending, rounds));
+        }
+        if run("redis") {
+            all.extend(redis(pending, rounds));
+        }
         println!("\n{}", all.join("\n"));
     }
 }
