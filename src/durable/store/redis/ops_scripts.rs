@@ -1,7 +1,7 @@
 //! The Lua scripts of the operator's side on Redis: listing a page,
 //! inspecting an item, pausing and resuming a kind, writing an audit
 //! record. Each is one atomic step, with the queue's KEYS 1–7
-//! (`scripts.rs`) and, where named, KEYS[8]: the `paused` hash (kind →
+//! (`scripts.rs`) and, where named, `KEYS[8]`: the `paused` hash (kind →
 //! "at_ms:by") or the `audit` sorted set (seq → record).
 //!
 //! Invariants: `cfg`'s `npaused` is the number of fields of `paused`
@@ -125,7 +125,7 @@ return {state, score, redis.call('HGET', KEYS[4], id) or '', redis.call('HGET', 
     )
 }
 
-/// KEYS[8] `paused`. ARGV: kind, by. Returns 1 when newly paused.
+/// `KEYS[8]` `paused`. ARGV: kind, by. Returns 1 when newly paused.
 pub(super) fn pause() -> String {
     script(
         "",
@@ -137,7 +137,7 @@ return ok
     )
 }
 
-/// KEYS[8] `paused`. ARGV: kind. Returns 1 when it was paused (and sets
+/// `KEYS[8]` `paused`. ARGV: kind. Returns 1 when it was paused (and sets
 /// the wake-up marker, so a consumer claims its due items now).
 pub(super) fn resume() -> String {
     script(
@@ -153,7 +153,7 @@ return ok
     )
 }
 
-/// KEYS[8] `audit`. ARGV: by, action, target, count. Returns {seq, at ms};
+/// `KEYS[8]` `audit`. ARGV: by, action, target, count. Returns {seq, at ms};
 /// the record is "seq:at:count:#by:#action:" then by, action and target.
 pub(super) fn record() -> String {
     script(
