@@ -20,7 +20,7 @@ use crate::durable::store::ops::{
 };
 
 /// The most sorted-set entries one listing call reads.
-const BUDGET: usize = 5000;
+const BUDGET: usize = 2000;
 
 /// (token, attempts, deadline, due) from a `meta` value.
 fn parse_meta(meta: &[u8]) -> (u64, u32, u64, u64) {
