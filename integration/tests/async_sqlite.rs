@@ -1,7 +1,8 @@
 //! The async durable API on SQLite (issue 36, items 3, 4 and 6): the
 //! transactional verbs on a sqlx SQLite transaction and connection (a
 //! rollback never delivered, a commit delivered once and never early by
-//! the store's clock, another file refused before anything is written);
+//! the store's clock, another file refused before anything is written, a
+//! deferred transaction that read first `Unavailable` at once);
 //! the `AsyncClient`'s verbs through the blocking pool, and what a future
 //! dropped mid-way leaves; and a runtime with one worker thread that keeps
 //! running while another connection holds the file's write lock for
@@ -393,4 +394,60 @@ async fn a_one_thread_runtime_makes_progress_while_the_file_is_locked() {
     }
     drop((client, ticks_client, app));
     off_runtime(move || drop((producer, worker, db, ticks_db))).await;
+}
+
+/// A deferred transaction that read before another connection wrote
+/// cannot take the write lock: the verb fails at once with `Unavailable`
+/// (SQLite's `SQLITE_BUSY_SNAPSHOT`), as documented, and nothing is
+/// stored; with `BEGIN IMMEDIATE` the same put succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferred_transaction_that_read_first_is_unavailable() {
+    let db = TempDb::new("sqlx-deferred");
+    let seen: Seen = Arc::default();
+    let (pool, consumer) = pools(&db, &seen);
+    let client = pool.async_client();
+    let app = app_db(&db).await;
+    let mut tx = app.begin().await.unwrap();
+    let _: i64 = sqlx::query_scalar("SELECT count(*) FROM orders")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    client
+        .schedule("close", "meanwhile", &1u64, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let err = client
+        .schedule_in(
+            &mut tx,
+            "close",
+            "deferred",
+            &2u64,
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, DurableError::Unavailable(_)), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "not the 5 s busy timeout: {:?}",
+        started.elapsed()
+    );
+    tx.rollback().await.unwrap();
+    assert!(client.get("deferred").await.unwrap().is_none());
+    let mut tx = app.begin_with("BEGIN IMMEDIATE").await.unwrap();
+    client
+        .schedule_in(
+            &mut tx,
+            "close",
+            "deferred",
+            &2u64,
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert!(client.get("deferred").await.unwrap().is_some());
+    drop(client);
+    off_runtime(move || drop((pool, consumer))).await;
 }

@@ -114,11 +114,13 @@ impl Removals {
         After::Nothing
     }
 
-    /// True if the list looks empty (a hint: see the invariants for who
-    /// must not trust it).
+    /// True if the list is empty, as of a sequentially consistent read: a
+    /// holder of the pool lock that set [`urgent`](Self::set_urgent) (or
+    /// published a wake time) before this read sees every push a cancel
+    /// made before it read that flag (a plain load on x86).
     #[inline]
     pub(crate) fn looks_empty(&self) -> bool {
-        self.len.load(Ordering::Relaxed) == 0
+        self.len.load(Ordering::SeqCst) == 0
     }
 
     /// Moves the list's tasks into `out` (empty; capacities are swapped).

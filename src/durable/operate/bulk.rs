@@ -4,8 +4,8 @@
 //!
 //! Invariants:
 //!
-//! - Each item is moved by [`DurableBackend::requeue`] or
-//!   [`DurableBackend::purge`], one atomic step each: of two operators
+//! - Each item is moved by [`DurableBackend::requeue`](crate::durable::store::backend::DurableBackend::requeue) or
+//!   [`DurableBackend::purge`](crate::durable::store::backend::DurableBackend::purge), one atomic step each: of two operators
 //!   running the same bulk action at once, exactly one moves any given
 //!   item, and the two reports' `moved` add up to the items moved.
 //! - At most `max` items are moved (or, in a dry run, reported) per call.

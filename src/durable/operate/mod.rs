@@ -1,4 +1,4 @@
-//! Operating a durable store: the [`Operator`] an on-call engineer's tools
+//! Operating a durable store: the [`Operator`](operator::Operator) an on-call engineer's tools
 //! (the `schedpool` command and its web console) drive, over any backend
 //! that implements [`DurableOps`](super::DurableOps).
 //!
@@ -8,7 +8,7 @@
 //! list, fire now), `verbs` (the same verbs on `DurablePool` and
 //! `DurableQueue`).
 //!
-//! Invariant: every change made through an [`Operator`] appends one audit
+//! Invariant: every change made through an [`Operator`](operator::Operator) appends one audit
 //! record to the store after it is made (what, how many, when, by whom);
 //! a dry run changes nothing and records nothing.
 

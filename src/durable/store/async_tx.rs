@@ -37,6 +37,27 @@ pub type TxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, DurableError>> 
 ///   [`SqliteBackend`](crate::durable::SqliteBackend).
 ///
 /// Implemented here only; its methods are the crate's.
+///
+/// # Examples
+///
+/// A helper of your own that schedules in whichever transaction it is
+/// given:
+///
+/// ```
+/// use std::time::Duration;
+/// use schedpool::durable::{AsyncClient, AsyncInTransaction, DurableError};
+///
+/// # #[allow(dead_code)]
+/// async fn close_later<C: AsyncInTransaction + ?Sized>(
+///     client: &AsyncClient,
+///     tx: &mut C,
+///     order: u64,
+/// ) -> Result<(), DurableError> {
+///     let id = format!("order-{order}");
+///     client.schedule_in(tx, "close-order", &id, &order, Duration::from_secs(1800)).await?;
+///     Ok(())
+/// }
+/// ```
 pub trait AsyncInTransaction: Send {
     /// Puts `envelope` under `id` in this transaction, on the store behind
     /// `store`; `verb` names the caller in a refusal.

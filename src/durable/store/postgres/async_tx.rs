@@ -57,6 +57,27 @@ pub type CancelRow = (Option<i16>, Option<Vec<u8>>);
 /// Every one is an [`AsyncInTransaction`] for a pool on a
 /// [`PostgresBackend`]. Implemented here only; its methods are the
 /// crate's.
+///
+/// # Examples
+///
+/// The timeout in a tokio-postgres transaction (`no_run`: it needs a
+/// server):
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// # #[allow(dead_code)]
+/// async fn checkout(
+///     client: &schedpool::durable::AsyncClient,
+///     db: &mut tokio_postgres::Client,
+/// ) -> Result<(), Box<dyn std::error::Error>> {
+///     let mut tx = db.transaction().await?;
+///     tx.execute("INSERT INTO orders (id, state) VALUES (42, 'unpaid')", &[]).await?;
+///     client.schedule_in(&mut tx, "close-order", "order-42", &42u64, Duration::from_secs(1800)).await?;
+///     tx.commit().await?;
+///     Ok(())
+/// }
+/// ```
 pub trait AsyncPgTx: Send {
     #[doc(hidden)]
     fn put_row<'a>(&'a mut self, sql: &'a str, args: PutArgs<'a>) -> TxFuture<'a, PutRow>;

@@ -316,12 +316,12 @@ impl RedisClient {
     }
 
     /// The key of one of the operator's parts of the queue (`paused`,
-    /// `audit`), passed to the scripts that use it as KEYS[8].
+    /// `audit`), passed to the scripts that use it as `KEYS[8]`.
     pub(super) fn extra_key(&self, part: &str) -> String {
         format!("sp:{{{}}}:{part}", self.name)
     }
 
-    /// As `invoke_counted`, with `extra` (when given) as KEYS[8].
+    /// As `invoke_counted`, with `extra` (when given) as `KEYS[8]`.
     pub(super) fn invoke_keyed<R: redis::FromRedisValue>(
         &self,
         receipt: Option<String>,

@@ -1,7 +1,7 @@
 //! The Lua scripts of the operator's side on Redis: listing a page,
 //! inspecting an item, pausing and resuming a kind, writing an audit
 //! record. Each is one atomic step, with the queue's KEYS 1–7
-//! (`scripts.rs`) and, where named, KEYS[8]: the `paused` hash (kind →
+//! (`scripts.rs`) and, where named, `KEYS[8]`: the `paused` hash (kind →
 //! "at_ms:by") or the `audit` sorted set (seq → record).
 //!
 //! Invariants: `cfg`'s `npaused` is the number of fields of `paused`
@@ -20,6 +20,7 @@ pub(super) struct OpsScripts {
     pub(super) pause: Script,
     pub(super) resume: Script,
     pub(super) record: Script,
+    pub(super) count: Script,
 }
 
 impl OpsScripts {
@@ -30,6 +31,7 @@ impl OpsScripts {
             pause: Script::new(&pause()),
             resume: Script::new(&resume()),
             record: Script::new(&record()),
+            count: Script::new(&count()),
         }
     }
 }
@@ -123,7 +125,7 @@ return {state, score, redis.call('HGET', KEYS[4], id) or '', redis.call('HGET', 
     )
 }
 
-/// KEYS[8] `paused`. ARGV: kind, by. Returns 1 when newly paused.
+/// `KEYS[8]` `paused`. ARGV: kind, by. Returns 1 when newly paused.
 pub(super) fn pause() -> String {
     script(
         "",
@@ -135,7 +137,7 @@ return ok
     )
 }
 
-/// KEYS[8] `paused`. ARGV: kind. Returns 1 when it was paused (and sets
+/// `KEYS[8]` `paused`. ARGV: kind. Returns 1 when it was paused (and sets
 /// the wake-up marker, so a consumer claims its due items now).
 pub(super) fn resume() -> String {
     script(
@@ -151,7 +153,7 @@ return ok
     )
 }
 
-/// KEYS[8] `audit`. ARGV: by, action, target, count. Returns {seq, at ms};
+/// `KEYS[8]` `audit`. ARGV: by, action, target, count. Returns {seq, at ms};
 /// the record is "seq:at:count:#by:#action:" then by, action and target.
 pub(super) fn record() -> String {
     script(
@@ -164,5 +166,35 @@ local rec = fmt(seq) .. ':' .. fmt(t) .. ':' .. ARGV[4] .. ':' .. #ARGV[1] .. ':
 redis.call('ZADD', KEYS[8], seq, rec)
 return {seq, t}
 "#,
+    )
+}
+
+/// ARGV: set (1 due, 2 lease, 6 dead), first rank, how many (at most
+/// 7,000: `unpack` is bounded). Returns
+/// {entries read, kind1, n1, kind2, n2, ...} for the set's entries of those
+/// ranks (a chunk of `Operator::overview`'s counts by kind).
+pub(super) fn count() -> String {
+    script(
+        " flags=no-writes,allow-oom",
+        &format!(
+            "{KIND_OF}{}",
+            r#"
+local set = KEYS[tonumber(ARGV[1])]
+local first, n = tonumber(ARGV[2]), tonumber(ARGV[3])
+local ids = redis.call('ZRANGE', set, first, first + n - 1)
+local counts, order = {}, {}
+if #ids > 0 then
+  local datas = redis.call('HMGET', KEYS[3], unpack(ids))
+  for i = 1, #ids do
+    local k = kind_of(datas[i])
+    if counts[k] == nil then counts[k] = 0; order[#order + 1] = k end
+    counts[k] = counts[k] + 1
+  end
+end
+local out = {#ids}
+for _, k in ipairs(order) do out[#out + 1] = k; out[#out + 1] = counts[k] end
+return out
+"#
+        ),
     )
 }

@@ -16,7 +16,7 @@
 //! - "Now" is `TIME` (scripts replicate as effects since Redis 5).
 //! - Every loop is bounded: reclaim ≤ 100 leases, claim ≤ ARGV max; with
 //!   a kind paused, a claim reads ≤ `PAUSE_SCAN` due and as many future
-//!   items (KEYS[8] is then the `paused` hash: claims get it, as they
+//!   items (`KEYS[8]` is then the `paused` hash: claims get it, as they
 //!   settle nothing and have no receipt key).
 //! - What is read back is untrusted: an id whose `meta` does not parse or
 //!   whose `data` is missing is moved to `dead` by the claim that meets

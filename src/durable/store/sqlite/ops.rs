@@ -46,6 +46,10 @@ fn list_query(q: &str, f: &ListFilter) -> (String, Vec<Value>) {
         arg(" AND kind = ?", kind.clone().into(), t, a);
     }
     if let Some(p) = &f.id_prefix {
+        // The range lets the planner use the primary key when the prefix
+        // is rare; the exact test stays (ids compare as bytes, BINARY).
+        arg(" AND id >= ?", p.clone().into(), t, a);
+        arg(" AND id < ?", format!("{p}\u{10FFFF}").into(), t, a);
         arg(" AND substr(id, 1, length(?)) = ?", p.clone().into(), t, a);
     }
     if let Some(from) = f.from_ms {
