@@ -40,7 +40,7 @@
 use std::time::Duration;
 
 use crate::base::clock::Nanos;
-use crate::base::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::base::sync::{fence, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::task::ptr::TaskPtr;
 
 /// The longest a cancelled task's node stays in the queue while a worker
@@ -101,6 +101,10 @@ impl Removals {
             list.push(task);
             self.len.fetch_add(1, Ordering::SeqCst)
         };
+        // Dekker with `set_urgent` and `sleeping_until`: the push, then
+        // their flags (a full fence: loom models SeqCst accesses as AcqRel,
+        // but fences as SeqCst).
+        fence(Ordering::SeqCst);
         if self.urgent.load(Ordering::SeqCst) {
             return After::Reclaim;
         }
@@ -142,6 +146,7 @@ impl Removals {
     /// came in since the last take: take it and look again instead.
     pub(crate) fn sleeping_until(&self, wake_at: Nanos) -> bool {
         self.wake_at.store(wake_at, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         self.len.load(Ordering::SeqCst) == 0
     }
 
@@ -154,5 +159,7 @@ impl Removals {
     /// (pool lock held).
     pub(crate) fn set_urgent(&self, urgent: bool) {
         self.urgent.store(urgent, Ordering::SeqCst);
+        // Then the caller takes the list (see `push`).
+        fence(Ordering::SeqCst);
     }
 }
