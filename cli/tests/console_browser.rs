@@ -40,8 +40,23 @@ async fn find(c: &Client, css: &str) -> fantoccini::elements::Element {
     }
 }
 
+/// The text of the element `css` names. A page still loading can replace
+/// the element between the find and the read (a stale reference, seen
+/// under load): then it is found again, for up to 10 s.
 async fn text(c: &Client, css: &str) -> String {
-    find(c, css).await.text().await.expect("its text")
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match find(c, css).await.text().await {
+            Ok(text) => return text,
+            Err(fantoccini::error::CmdError::Standard(e))
+                if e.error == fantoccini::error::ErrorStatus::StaleElementReference
+                    && std::time::Instant::now() < until =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("the text of {css}: {e}"),
+        }
+    }
 }
 
 async fn click(c: &Client, css: &str) {

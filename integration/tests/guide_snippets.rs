@@ -52,8 +52,8 @@ mod snippet_03 {
         let timeout = pool.schedule(move || close_order(42), Duration::from_secs(30 * 60))?;
         // ... the customer paid:
         if timeout.cancel() {
-            // The timeout will never run. It already left the queue, and its closure
-            // (with everything it captured) was dropped.
+            // The timeout will never run. It left queue_len() and its closure (with
+            // everything it captured) was dropped; the workers reclaim its node.
         } else {
             // Too late: it ran, is running, or was cancelled before.
         }
@@ -61,7 +61,7 @@ mod snippet_03 {
     }
 }
 
-// Snippet 4: docs/guide.md, line 133.
+// Snippet 4: docs/guide.md, line 140.
 #[rustfmt::skip]
 mod snippet_04 {
     use schedpool::*;
@@ -77,7 +77,7 @@ mod snippet_04 {
     }
 }
 
-// Snippet 5: docs/guide.md, line 149.
+// Snippet 5: docs/guide.md, line 156.
 #[rustfmt::skip]
 mod snippet_05 {
     use schedpool::*;
@@ -100,7 +100,7 @@ mod snippet_05 {
     }
 }
 
-// Snippet 6: docs/guide.md, line 173.
+// Snippet 6: docs/guide.md, line 180.
 #[rustfmt::skip]
 mod snippet_06 {
     use schedpool::*;
@@ -113,7 +113,7 @@ mod snippet_06 {
     }
 }
 
-// Snippet 7: docs/guide.md, line 182.
+// Snippet 7: docs/guide.md, line 189.
 #[rustfmt::skip]
 mod snippet_07 {
     use schedpool::*;
@@ -128,7 +128,7 @@ mod snippet_07 {
     }
 }
 
-// Snippet 8: docs/guide.md, line 196.
+// Snippet 8: docs/guide.md, line 203.
 #[rustfmt::skip]
 mod snippet_08 {
     use schedpool::*;
@@ -147,7 +147,7 @@ mod snippet_08 {
     }
 }
 
-// Snippet 9: docs/guide.md, line 224.
+// Snippet 9: docs/guide.md, line 231.
 #[rustfmt::skip]
 mod snippet_09 {
     use schedpool::*;
@@ -167,7 +167,7 @@ mod snippet_09 {
     }
 }
 
-// Snippet 10: docs/guide.md, line 262.
+// Snippet 10: docs/guide.md, line 269.
 #[rustfmt::skip]
 mod snippet_10 {
     use schedpool::*;
@@ -183,7 +183,7 @@ mod snippet_10 {
     }
 }
 
-// Snippet 11: docs/guide.md, line 298.
+// Snippet 11: docs/guide.md, line 305.
 #[rustfmt::skip]
 mod snippet_11 {
     use schedpool::*;
@@ -211,7 +211,7 @@ mod snippet_11 {
     }
 }
 
-// Snippet 12: docs/guide.md, line 326.
+// Snippet 12: docs/guide.md, line 333.
 #[rustfmt::skip]
 mod snippet_12 {
     use schedpool::*;
@@ -231,7 +231,7 @@ mod snippet_12 {
     }
 }
 
-// Snippet 13: docs/guide.md, line 345.
+// Snippet 13: docs/guide.md, line 352.
 #[rustfmt::skip]
 mod snippet_13 {
     use schedpool::*;
@@ -244,7 +244,7 @@ mod snippet_13 {
     }
 }
 
-// Snippet 14: docs/guide.md, line 368.
+// Snippet 14: docs/guide.md, line 375.
 #[rustfmt::skip]
 mod snippet_14 {
     use schedpool::*;
@@ -264,7 +264,7 @@ mod snippet_14 {
     }
 }
 
-// Snippet 15: docs/guide.md, line 391.
+// Snippet 15: docs/guide.md, line 398.
 #[rustfmt::skip]
 mod snippet_15 {
     use schedpool::*;
@@ -278,7 +278,7 @@ mod snippet_15 {
     }
 }
 
-// Snippet 16: docs/guide.md, line 409.
+// Snippet 16: docs/guide.md, line 416.
 #[rustfmt::skip]
 mod snippet_16 {
     use schedpool::*;
@@ -300,7 +300,7 @@ mod snippet_16 {
     }
 }
 
-// Snippet 17: docs/guide.md, line 443.
+// Snippet 17: docs/guide.md, line 450.
 #[rustfmt::skip]
 mod snippet_17 {
     use schedpool::*;
@@ -321,10 +321,10 @@ mod snippet_17 {
     }
 }
 
-// Snippet 18: docs/guide.md, line 475.
+// Snippet 18: docs/guide.md, line 482.
 // Not compiled: it needs tracing-subscriber, which no package here depends on.
 
-// Snippet 19: docs/guide.md, line 489.
+// Snippet 19: docs/guide.md, line 496.
 #[rustfmt::skip]
 mod snippet_19 {
     use schedpool::*;
@@ -340,7 +340,7 @@ mod snippet_19 {
     }
 }
 
-// Snippet 20: docs/guide.md, line 514.
+// Snippet 20: docs/guide.md, line 521.
 #[cfg(all(feature = "metrics"))]
 #[rustfmt::skip]
 mod snippet_20 {
@@ -361,7 +361,7 @@ mod snippet_20 {
     }
 }
 
-// Snippet 21: docs/guide.md, line 681.
+// Snippet 21: docs/guide.md, line 688.
 #[rustfmt::skip]
 mod snippet_21 {
     use schedpool::*;
@@ -384,7 +384,7 @@ mod snippet_21 {
     }
 }
 
-// Snippet 22: docs/guide.md, line 733.
+// Snippet 22: docs/guide.md, line 740.
 #[rustfmt::skip]
 mod snippet_22 {
     use schedpool::*;
@@ -404,7 +404,7 @@ mod snippet_22 {
     }
 }
 
-// Snippet 23: docs/guide.md, line 770.
+// Snippet 23: docs/guide.md, line 777.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_23 {
@@ -430,7 +430,7 @@ mod snippet_23 {
     }
 }
 
-// Snippet 24: docs/guide.md, line 827.
+// Snippet 24: docs/guide.md, line 834.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_24 {
@@ -454,7 +454,7 @@ mod snippet_24 {
     }
 }
 
-// Snippet 25: docs/guide.md, line 853.
+// Snippet 25: docs/guide.md, line 860.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_25 {
@@ -476,7 +476,7 @@ mod snippet_25 {
     }
 }
 
-// Snippet 26: docs/guide.md, line 876.
+// Snippet 26: docs/guide.md, line 886.
 #[rustfmt::skip]
 mod snippet_26 {
     use schedpool::*;
@@ -488,7 +488,7 @@ mod snippet_26 {
     }
 }
 
-// Snippet 27: docs/guide.md, line 898.
+// Snippet 27: docs/guide.md, line 908.
 #[rustfmt::skip]
 mod snippet_27 {
     use schedpool::*;
@@ -509,7 +509,7 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 942.
+// Snippet 28: docs/guide.md, line 952.
 #[rustfmt::skip]
 mod snippet_28 {
     use schedpool::*;
@@ -529,7 +529,7 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 957.
+// Snippet 29: docs/guide.md, line 967.
 #[rustfmt::skip]
 mod snippet_29 {
     use schedpool::*;
@@ -542,7 +542,7 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 1015.
+// Snippet 30: docs/guide.md, line 1025.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_30 {
@@ -565,7 +565,7 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1081.
+// Snippet 31: docs/guide.md, line 1091.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_31 {
@@ -585,7 +585,7 @@ mod snippet_31 {
     }
 }
 
-// Snippet 32: docs/guide.md, line 1096.
+// Snippet 32: docs/guide.md, line 1106.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_32 {
@@ -610,7 +610,7 @@ mod snippet_32 {
     }
 }
 
-// Snippet 33: docs/guide.md, line 1131.
+// Snippet 33: docs/guide.md, line 1141.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_33 {
@@ -643,7 +643,7 @@ mod snippet_33 {
     }
 }
 
-// Snippet 34: docs/guide.md, line 1208.
+// Snippet 34: docs/guide.md, line 1218.
 #[rustfmt::skip]
 mod snippet_34 {
     use schedpool::*;

@@ -43,7 +43,7 @@ use crate::pool::handle::ScheduledHandle;
 /// guard`), and in the reply's arm answer only if `guard.defuse()` is
 /// `true`:
 ///
-/// ```ignore
+/// ```text
 /// // tokio, in a request's handler (run as written by
 /// // integration/tests/exactly_once.rs, 10,000 times):
 /// let mut timeout = pool.schedule(send_504, Duration::from_secs(30))?.cancel_on_drop();
