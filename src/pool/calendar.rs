@@ -22,9 +22,8 @@ use crate::calendar::Schedule;
 use crate::pool::executor::ScheduledThreadPool;
 use crate::pool::handle::ScheduledHandle;
 use crate::pool::periodic::{check_options, steering, submit};
-use crate::task::cadence::Cadence;
 use crate::task::calendar::Plan;
-use crate::task::header::{Header, Kind};
+use crate::task::new;
 use crate::task::policy::{MissedTicks, OnFailure, Options, RunResult};
 
 /// How long a calendar task waits, at most, before it reads the wall
@@ -353,20 +352,15 @@ impl<'a> OnCalendar<'a> {
         let shared = self.pool.shared();
         let seq = shared.next_seq();
         let now = shared.clock.now();
-        let control = Cadence::calendar(options, plan, now, seq);
-        let first = match control.plan() {
-            Some(plan) => plan
-                .first(shared.clock.wall_now(), now, control.jitter())
-                .map_err(Rejected::invalid)?,
-            None => None,
-        };
-        let Some(deadline) = first else {
+        let wall = shared.clock.wall_now();
+        let task = new::calendar(seq, plan, options, now, wall, steering(body))
+            .map_err(Rejected::invalid)?;
+        let Some(task) = task else {
             return Err(Rejected::invalid(
                 "the schedule has no fire time after now (before `until`)",
             ));
         };
-        let header = Header::new(seq, deadline, Kind::Calendar);
-        submit(shared, header, steering(body), control, now)
+        submit(shared, task, now)
     }
 }
 

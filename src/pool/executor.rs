@@ -22,9 +22,7 @@ use crate::pool::handle::{PendingTask, ScheduledHandle};
 use crate::pool::run_state::RunState;
 use crate::pool::shared::Shared;
 use crate::pool::stats::PoolStats;
-use crate::task::header::{Header, Kind};
-use crate::task::once::{ExecTask, OnceTask};
-use crate::task::ptr::TaskPtr;
+use crate::task::new;
 
 /// A pool of worker threads that runs tasks after a delay or periodically:
 /// Java's `ScheduledThreadPoolExecutor`.
@@ -137,8 +135,7 @@ impl ScheduledThreadPool {
         // its only reference.
         let shared = self.shared();
         let now = shared.clock.now();
-        let header = Header::new(shared.next_seq(), now, Kind::Once);
-        shared.enqueue(TaskPtr::new(ExecTask::new(header, task)), now)
+        shared.enqueue(new::exec(shared.next_seq(), now, task), now)
     }
 
     /// Runs `task` as soon as a worker is free and returns a handle to its
@@ -205,8 +202,7 @@ impl ScheduledThreadPool {
     {
         let shared = self.shared();
         let now = shared.clock.now();
-        let header = Header::new(shared.next_seq(), after(now, delay), Kind::Once);
-        let task = TaskPtr::new(OnceTask::new(header, task));
+        let task = new::once(shared.next_seq(), after(now, delay), task);
         shared.enqueue(task.clone(), now)?;
         Ok(ScheduledHandle::new(task, Arc::clone(shared)))
     }

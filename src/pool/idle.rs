@@ -10,9 +10,8 @@ use crate::base::clock::{delay_nanos, Nanos};
 use crate::base::error::Rejected;
 use crate::pool::executor::ScheduledThreadPool;
 use crate::pool::handle::ScheduledHandle;
-use crate::task::header::{Header, Kind};
-use crate::task::idle::{self, IdleTask};
-use crate::task::once::OnceTask;
+use crate::task::idle;
+use crate::task::new;
 use crate::task::ptr::TaskPtr;
 
 /// A timer that fires once its subject has been idle for `timeout`: the
@@ -185,8 +184,7 @@ impl ScheduledThreadPool {
         let shared = self.shared();
         let now = shared.clock.now();
         let timeout = delay_nanos(timeout);
-        let header = Header::new(shared.next_seq(), now.saturating_add(timeout), Kind::Idle);
-        let task = TaskPtr::new(IdleTask::new(OnceTask::new(header, task), timeout, now));
+        let task = new::idle(shared.next_seq(), now, timeout, task);
         shared.enqueue(task.clone(), now)?;
         Ok(IdleTimer {
             touch: idle::touch::<T, F>,

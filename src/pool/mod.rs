@@ -4,8 +4,9 @@
 //!
 //! Layers inside, each using only those before it: `config`, `hooks`,
 //! `stats`, `termination` and `metrics` (plain types; `metrics`, the
-//! metric handles, only with the feature of that name); `inbox`
-//! (submissions that skip the lock); `state` (everything the pool lock
+//! metric handles, only with the feature of that name); `ready_runs` (the
+//! run accounting of the queue's ready batch); `inbox` (submissions that
+//! skip the lock); `state` (everything the pool lock
 //! protects); `shared` (the core: submission, requeue, cancel, shutdown,
 //! termination); `control` (pause, resume, trigger, reschedule), `report`
 //! (run reports and the snapshot) and `sampler` (the metrics sampler
@@ -33,6 +34,7 @@ mod inbox;
 #[cfg(feature = "metrics")]
 mod metrics;
 pub(crate) mod periodic;
+pub(crate) mod ready_runs;
 mod removals;
 mod report;
 mod run_state;

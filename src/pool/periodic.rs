@@ -17,9 +17,8 @@ use crate::base::clock::{after, delay_nanos, to_nanos};
 use crate::base::error::Rejected;
 use crate::pool::executor::ScheduledThreadPool;
 use crate::pool::handle::ScheduledHandle;
-use crate::task::cadence::Cadence;
-use crate::task::header::{Header, Kind};
-use crate::task::periodic::PeriodicTask;
+use crate::task::header::Kind;
+use crate::task::new;
 use crate::task::policy::{MissedTicks, Next, OnFailure, Options, RunOutcome, RunResult};
 use crate::task::ptr::TaskPtr;
 
@@ -320,15 +319,9 @@ impl<'a> Periodic<'a> {
             }
             options.until = Some(until);
         }
-        let control = Cadence::new(delay_nanos(self.period), options, nominal, seq);
-        let deadline = nominal.saturating_add(control.jitter());
-        submit(
-            shared,
-            Header::new(seq, deadline, self.kind),
-            body,
-            control,
-            now,
-        )
+        let period = delay_nanos(self.period);
+        let task = new::periodic(seq, self.kind, period, nominal, options, body);
+        submit(shared, task, now)
     }
 }
 
@@ -359,20 +352,13 @@ where
     }
 }
 
-/// Queues a periodic or calendar task, due at its header's deadline, and
-/// hands back its handle.
-pub(super) fn submit<F, R>(
+/// Queues a periodic or calendar task (built by [`crate::task::new`]), due
+/// at its header's deadline, and hands back its handle.
+pub(super) fn submit(
     shared: &std::sync::Arc<crate::pool::shared::Shared>,
-    header: Header,
-    body: F,
-    control: Cadence,
+    task: TaskPtr,
     now: crate::base::clock::Nanos,
-) -> Result<ScheduledHandle<()>, Rejected>
-where
-    F: FnMut() -> R + Send + 'static,
-    R: RunOutcome + 'static,
-{
-    let task = TaskPtr::new(PeriodicTask::new(header, body, control));
+) -> Result<ScheduledHandle<()>, Rejected> {
     shared.enqueue(task.clone(), now)?;
     Ok(ScheduledHandle::new(task, std::sync::Arc::clone(shared)))
 }

@@ -54,11 +54,11 @@ use crate::base::sync::{
     spawn_named, thread_local, wait_for, AtomicU64, AtomicU8, Condvar, Mutex, MutexGuard, Ordering,
 };
 use crate::pool::inbox::Inbox;
+use crate::pool::ready_runs::Ready;
 use crate::pool::removals::{After, Removals};
 pub(crate) use crate::pool::state::State;
 use crate::pool::stats::LatenessHistogram;
 use crate::pool::termination::TerminationWakers;
-use crate::queue::ready::Ready;
 use crate::task::header::{EndOfRun, Header};
 use crate::task::ptr::TaskPtr;
 use crate::wait::{Handoff, Signal};

@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 use crate::base::clock::{to_instant, Clock, Nanos};
 use crate::pool::config::Config;
 use crate::pool::inbox::{Inbox, Incoming};
+use crate::pool::ready_runs::{Ready, Runs};
 use crate::pool::removals::{Removals, RECLAIM_BOUND};
 use crate::pool::run_state::RunState;
-use crate::queue::ready::Ready;
 use crate::queue::WorkQueue;
 use crate::task::ptr::TaskPtr;
 use crate::wait::{Leader, Waitable};
@@ -38,7 +38,7 @@ use crate::wait::{Leader, Waitable};
 /// away from the worker that holds it.
 #[repr(align(128))]
 pub(crate) struct State {
-    pub(crate) queue: WorkQueue,
+    pub(crate) queue: WorkQueue<Runs>,
     pub(crate) leader: Leader,
     pub(super) run_state: RunState,
     /// Worker threads started and not yet exited.

@@ -32,9 +32,9 @@ use std::sync::Arc;
 use crate::base::clock::Nanos;
 use crate::base::error::drop_quietly;
 use crate::pool::hooks::{CurrentRun, RunInfo};
+use crate::pool::ready_runs::Previous;
 use crate::pool::run_state::RunState;
 use crate::pool::shared::{Shared, State};
-use crate::queue::ready::Previous;
 use crate::task::header::Kind;
 use crate::task::ptr::TaskPtr;
 use crate::wait::slack::{set_timer_slack, Slack};
@@ -199,7 +199,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
 /// in under the next one.
 #[derive(Default)]
 struct ReadyTally {
-    /// Tasks taken ([`Ready::taken`](crate::queue::ready::Ready::taken)).
+    /// Tasks taken ([`Ready::taken`](crate::pool::ready_runs::Ready::taken)).
     taken: usize,
     /// Of those, runs and no-op runs (cancelled after they were taken).
     completed: u64,

@@ -15,7 +15,7 @@ use crate::task::header::Header;
 /// wheel's run is strictly increasing, its slots hold only tasks of their
 /// own slot after the cursor, after the run, each at the position it
 /// records; the ready batch is in order and its tasks say so.
-pub(crate) fn check(queue: &WorkQueue) -> Result<(), String> {
+pub(crate) fn check<L>(queue: &WorkQueue<L>) -> Result<(), String> {
     let heap: Vec<&Entry> = (0..queue.heap.len())
         .filter_map(|i| queue.heap.get(i))
         .collect();
@@ -136,7 +136,7 @@ pub(super) mod marks {
         code(Location::of(header))
     }
 
-    impl WorkQueue {
+    impl<L> WorkQueue<L> {
         /// The ready batch's keys and location numbers.
         pub(in crate::queue) fn ready_snapshot(&self) -> Vec<((Nanos, u64), usize)> {
             self.ready

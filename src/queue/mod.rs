@@ -72,12 +72,13 @@ use location::Location;
 use ready::Ready;
 use wheel::Wheel;
 
-/// The work queue. Lives in the pool's lock-protected `State`.
-pub(crate) struct WorkQueue {
+/// The work queue. Lives in the pool's lock-protected `State`. `L` is the
+/// ledger its user keeps under the ready batch's lock ([`ready`]).
+pub(crate) struct WorkQueue<L> {
     heap: IndexedHeap<Entry>,
     lane: Lane,
     /// The ready batch, shared with the workers' lock-free takes.
-    ready: Arc<Ready>,
+    ready: Arc<Ready<L>>,
     /// Where a fill collects the batch (kept for its capacity: no
     /// allocation per fill).
     fill_buf: Vec<Entry>,
@@ -98,15 +99,18 @@ enum Source {
     Wheel,
 }
 
-impl WorkQueue {
-    #[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(loom)))]
+impl WorkQueue<()> {
+    /// A queue whose ready batch keeps no ledger.
     pub(crate) fn new() -> Self {
         Self::with_ready(Arc::new(Ready::new()))
     }
+}
 
+impl<L> WorkQueue<L> {
     /// A queue whose ready batch is `ready` (which the pool's workers take
     /// from without the lock).
-    pub(crate) fn with_ready(ready: Arc<Ready>) -> Self {
+    pub(crate) fn with_ready(ready: Arc<Ready<L>>) -> Self {
         WorkQueue {
             heap: IndexedHeap::new(),
             lane: Lane::new(),

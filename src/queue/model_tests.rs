@@ -21,7 +21,6 @@ fn task(seq: u64, deadline: Nanos) -> TaskPtr {
 /// prefix; takes and pops come in the model's order and never early.
 #[test]
 fn pending_cancels_takes_and_requeues_keep_marks_and_counts() {
-    use crate::queue::ready::Previous;
     use std::collections::BTreeMap;
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     let mut rnd = move |n: u64| {
@@ -67,7 +66,7 @@ fn pending_cancels_takes_and_requeues_keep_marks_and_counts() {
                 }
                 6 | 7 => q.fill_ready_up_to(now, 1 + rnd(31) as usize),
                 8 | 9 => {
-                    if let Some(t) = q.ready.take(Previous::Nothing) {
+                    if let Some(t) = q.ready.take_with(|_, _| ()) {
                         let key = (t.header().deadline(), t.header().seq());
                         let first = *model.keys().next().unwrap();
                         assert_eq!(key, first, "{ctx}: take order");

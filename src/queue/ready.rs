@@ -9,6 +9,10 @@
 //! cost the workers this small lock, which producers never touch, instead
 //! of the pool lock.
 //!
+//! The batch's lock also guards a *ledger* `L` that its user keeps: the
+//! pool's run accounting ([`crate::pool::ready_runs`]), which must change
+//! in the same critical section as a take. The batch never reads it.
+//!
 //! # Invariants
 //!
 //! - Only plain one-shot tasks ([`Kind::Once`](crate::task::header::Kind)) that are
@@ -25,22 +29,9 @@
 //!   `Location::Wheel` (removals look here for such a
 //!   task not in a slot), and cancel, pause,
 //!   trigger, shutdown and `shutdown_now` find it here (under the pool lock,
-//!   then this lock: the only lock order). It leaves by [`Ready::take`]
+//!   then this lock: the only lock order). It leaves by [`Ready::take_with`]
 //!   (a worker, without the pool lock), or under the pool lock by a pop,
 //!   removal or drain.
-//! - A task [`Ready::take`] handed out is *taken*, as one a worker popped
-//!   under the pool lock is: it runs if its `try_start` wins (a cancel or a
-//!   pause in between wins instead, and the worker drops it). Until that
-//!   worker folds its bookkeeping in under its next pool lock, it counts in
-//!   [`Ready::taken`], so `wait_idle` still waits for it.
-//! - `active_count` counts runs, not bookkeeping: the batch's lock also
-//!   keeps `running` (tasks taken from it whose worker has not come back
-//!   for the next one) and `lock_runs_ended` (a run taken under the pool
-//!   lock that ended before its worker went on to the batch; it stays in
-//!   the pool's `active` until folded). Each worker reports the end of its
-//!   previous run in its next [`Ready::take`], under this lock, so
-//!   `active + running - lock_runs_ended`, read under both locks, is the
-//!   number of bodies running (or about to).
 //! - `len` mirrors the deque's length, written under this lock (only by
 //!   the release of an [`Edit`], the guard every change to the deque holds). Read under
 //!   the pool lock it may be high (a worker just took the last one, which is
@@ -68,87 +59,63 @@ use crate::task::ptr::TaskPtr;
 pub(crate) const BATCH: usize = 32;
 
 /// Due one-shot tasks, taken without the pool lock. Shared by the pool's
-/// `Shared` (for the workers' lock-free takes) and its work queue.
-pub(crate) struct Ready {
-    inner: CachePadded<Mutex<Inner>>,
+/// `Shared` (for the workers' lock-free takes) and its work queue. `L` is
+/// the ledger its user keeps under its lock (see the module docs).
+pub(crate) struct Ready<L> {
+    inner: CachePadded<Mutex<Inner<L>>>,
     /// The deque's length, for reads under the pool lock (see the invariants).
     len: CachePadded<AtomicUsize>,
 }
 
-struct Inner {
+struct Inner<L> {
     items: VecDeque<Entry>,
-    /// Tasks handed out by [`Ready::take`] and not yet folded in.
-    taken: usize,
-    /// Tasks handed out whose worker has not reported their end.
-    running: usize,
-    /// Runs taken under the pool lock, ended, not yet folded in.
-    lock_runs_ended: usize,
+    ledger: L,
 }
 
 /// The batch's lock held for a change to the deque. Releasing it mirrors
 /// the deque's length into [`Ready::len`], still under the lock: the one
 /// place `len` is written.
-struct Edit<'a> {
-    inner: MutexGuard<'a, Inner>,
+struct Edit<'a, L> {
+    inner: MutexGuard<'a, Inner<L>>,
     len: &'a AtomicUsize,
 }
 
-impl Drop for Edit<'_> {
+impl<L> Drop for Edit<'_, L> {
     fn drop(&mut self) {
         self.len.store(self.inner.items.len(), Ordering::SeqCst);
     }
 }
 
-impl std::ops::Deref for Edit<'_> {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
+impl<L> std::ops::Deref for Edit<'_, L> {
+    type Target = Inner<L>;
+    fn deref(&self) -> &Inner<L> {
         &self.inner
     }
 }
 
-impl std::ops::DerefMut for Edit<'_> {
-    fn deref_mut(&mut self) -> &mut Inner {
+impl<L> std::ops::DerefMut for Edit<'_, L> {
+    fn deref_mut(&mut self) -> &mut Inner<L> {
         &mut self.inner
     }
 }
 
-impl Inner {
-    fn report(&mut self, previous: Previous) {
-        match previous {
-            Previous::Nothing => {}
-            Previous::LockRun => self.lock_runs_ended += 1,
-            Previous::ReadyRun => self.running -= 1,
-        }
-    }
-}
-
-/// What the worker calling [`Ready::take`] ran before.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Previous {
-    /// Nothing it has not reported.
-    Nothing,
-    /// A one-shot run taken under the pool lock (still in `active`).
-    LockRun,
-    /// A task from this batch.
-    ReadyRun,
-}
-
-impl Ready {
+impl<L: Default> Ready<L> {
+    /// An empty batch with a fresh ledger.
     pub(crate) fn new() -> Self {
         Ready {
             inner: CachePadded::new(Mutex::new(Inner {
                 items: VecDeque::with_capacity(BATCH),
-                taken: 0,
-                running: 0,
-                lock_runs_ended: 0,
+                ledger: L::default(),
             })),
             len: CachePadded::new(AtomicUsize::new(0)),
         }
     }
+}
 
+impl<L> Ready<L> {
     /// The lock, for a change to the deque: `len` is written from it when
     /// the guard is released.
-    fn edit(&self) -> Edit<'_> {
+    fn edit(&self) -> Edit<'_, L> {
         Edit {
             inner: self.inner.lock(),
             len: &self.len,
@@ -161,14 +128,15 @@ impl Ready {
         self.len.load(Ordering::SeqCst)
     }
 
-    /// A worker's take, without the pool lock: the first task, now taken
-    /// and running. Reports the end of the worker's `previous` run.
-    pub(crate) fn take(&self, previous: Previous) -> Option<TaskPtr> {
+    /// A worker's take, without the pool lock: the first task, if any.
+    /// `count` runs on the ledger in the same critical section, told
+    /// whether a task came out, so the ledger changes with the take.
+    #[inline]
+    pub(crate) fn take_with(&self, count: impl FnOnce(&mut L, bool)) -> Option<TaskPtr> {
         let mut inner = self.edit();
-        inner.report(previous);
-        let entry = inner.items.pop_front()?;
-        inner.taken += 1;
-        inner.running += 1;
+        let entry = inner.items.pop_front();
+        count(&mut inner.ledger, entry.is_some());
+        let entry = entry?;
         // Under this lock, as every move out of the batch: a removal under
         // the pool lock that read `IN_READY` (or `IN_WHEEL`) searches here
         // and misses it.
@@ -176,32 +144,11 @@ impl Ready {
         Some(entry.task)
     }
 
-    /// Reports the end of a worker's `previous` run without taking another
-    /// (a worker unwinding out of a run).
-    pub(crate) fn report(&self, previous: Previous) {
-        self.inner.lock().report(previous);
-    }
-
-    /// Folds in `n` tasks a worker took with [`take`](Self::take) and has
-    /// finished with (run, cancelled or dropped), and whether it reported a
-    /// run taken under the pool lock as ended. Under the pool lock, with
-    /// that run's own fold.
-    pub(crate) fn fold(&self, n: usize, lock_run: bool) {
-        let mut inner = self.inner.lock();
-        inner.taken -= n;
-        inner.lock_runs_ended -= usize::from(lock_run);
-    }
-
-    /// Tasks taken without the pool lock and not yet folded in.
-    pub(crate) fn taken(&self) -> usize {
-        self.inner.lock().taken
-    }
-
-    /// Under the pool lock: task bodies running, given the pool's `active`
-    /// (see the invariants).
-    pub(crate) fn running(&self, active: usize) -> usize {
-        let inner = self.inner.lock();
-        active + inner.running - inner.lock_runs_ended
+    /// Reads or changes the ledger under the batch's lock (the deque
+    /// untouched).
+    #[inline]
+    pub(crate) fn ledger<R>(&self, f: impl FnOnce(&mut L) -> R) -> R {
+        f(&mut self.inner.lock().ledger)
     }
 
     /// The deadline of the first task here, if any (the oldest: the batch

@@ -8,8 +8,9 @@
 //! cadence, controls and next-run arithmetic), [`header`] (the header, its
 //! state word and the `Job` trait), [`completion`] (the result cell),
 //! [`ptr`] (the pointer), then the bodies [`once`], [`periodic`] and
-//! [`idle`]; with feature `tokio`, `async_body` (one run of an async
-//! body, on a tokio runtime).
+//! [`idle`]; [`new`] (a task in one call: header, body and pointer, what
+//! the pool's facade calls); with feature `tokio`, `async_body` (one run
+//! of an async body, on a tokio runtime).
 
 #[cfg(feature = "tokio")]
 pub(crate) mod async_body;
@@ -19,6 +20,7 @@ pub(crate) mod completion;
 pub(crate) mod header;
 pub(crate) mod idle;
 pub(crate) mod kind;
+pub(crate) mod new;
 pub(crate) mod once;
 pub(crate) mod periodic;
 pub(crate) mod policy;
