@@ -59,8 +59,33 @@ async fn text(c: &Client, css: &str) -> String {
     }
 }
 
+/// Clicks the element `css` names, a link or a form's button, and waits
+/// (up to 10 s) until the browser has left the page: the click returns
+/// before the next page is loaded, and under load a read made at once saw
+/// the old page's `#who` ("read-only") after the login button (CI,
+/// 2026-12-05). The old page's root turning stale (or unknown, as some
+/// chromedriver versions say it) is the sign.
 async fn click(c: &Client, css: &str) {
+    let old_root = find(c, "html").await;
     find(c, css).await.click().await.expect("click");
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match old_root.tag_name().await {
+            Err(fantoccini::error::CmdError::Standard(e))
+                if matches!(
+                    e.error,
+                    fantoccini::error::ErrorStatus::StaleElementReference
+                        | fantoccini::error::ErrorStatus::NoSuchElement
+                ) =>
+            {
+                return;
+            }
+            Ok(_) | Err(_) if std::time::Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => panic!("clicking {css} left the page open after 10 s: {other:?}"),
+        }
+    }
 }
 
 async fn shot(c: &Client, name: &str) {
