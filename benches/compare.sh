@@ -200,7 +200,7 @@ if [ -n "$BASELINE" ]; then
         fi
         BASE_BIN=$(sed -n 's/.*Executable .*workloads\.rs (\(.*\))$/\1/p' "$BASE_LOG" | tail -1)
         case "$BASE_BIN" in /*) ;; *) BASE_BIN="$BASE_SRC/$BASE_BIN" ;; esac
-        [ -x "$BASE_BIN" ] || { echo "no baseline workloads executable in $BASE_LOG" >&2; exit 1; }
+        [ -n "$BASE_BIN" ] && [ -f "$BASE_BIN" ] && [ -x "$BASE_BIN" ] || { echo "no baseline workloads executable in $BASE_LOG" >&2; exit 1; }
         BASE_IMPL="base@$BASE_SHA"
     fi
 fi
