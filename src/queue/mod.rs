@@ -238,29 +238,31 @@ impl<L> WorkQueue<L> {
                 self.unready();
             }
         }
-        let fits_lane = deadline <= now && self.lane.accepts(deadline, header.seq());
-        if !fits_lane {
-            // Not yet due, or it would break the lane's order (a racing
-            // submitter queued a later sequence number first, or a trigger
-            // pulled an old task forward): the wheel or the heap keeps it
-            // exactly. Whether a wheel task is the new head is read after
-            // settling: with no slot occupied before, the first task may
-            // have been later than the new one (a far heap head).
-            let ptr = task.as_ptr();
-            let entry = match self.wheel.push(Entry::new(deadline, task), now) {
-                Ok(()) => {
-                    let first = self.settled_first();
-                    return first
-                        .and_then(|source| self.front_of(source))
-                        .is_some_and(|e| is_task(e, ptr));
-                }
-                Err(entry) => entry,
-            };
+        if deadline <= now && self.lane.accepts(deadline, header.seq()) {
+            self.lane.push(Entry::new(deadline, task));
+            return self.lane.len() == 1 && self.first() == Some(Source::Lane);
+        }
+        // Not yet due, or it would break the lane's order (a racing
+        // submitter queued a later sequence number first, or a trigger
+        // pulled an old task forward): the wheel or the heap keeps it
+        // exactly, placed once. Whether a wheel task is the new head is
+        // read after settling: with no slot occupied before, the first task
+        // may have been later than the new one (a far heap head).
+        let slot = match header.kind() {
+            Kind::Once => self.wheel.slot_for(deadline, now),
+            _ => None,
+        };
+        let entry = Entry::new(deadline, task);
+        let Some(slot) = slot else {
             let heap_top = self.heap.push(entry, &mut InTask);
             return heap_top && self.first() == Some(Source::Heap);
-        }
-        self.lane.push(Entry::new(deadline, task));
-        self.lane.len() == 1 && self.first() == Some(Source::Lane)
+        };
+        let ptr = entry.task.as_ptr();
+        self.wheel.push(slot, entry);
+        let first = self.settled_first();
+        first
+            .and_then(|source| self.front_of(source))
+            .is_some_and(|e| is_task(e, ptr))
     }
 
     /// Starts loading the lines the next pop reads first
