@@ -102,8 +102,7 @@ pub fn check_pool<T: 'static>(handle: &ScheduledHandle<T>) -> Result<(), String>
 
 /// Where `handle`'s task is queued, as a number: its heap position, or a
 /// code for the other parts of the queue (the lane `usize::MAX - 1`, the
-/// ready batch `usize::MAX - 3`, the wheel (a slot or its sorted run)
-/// `usize::MAX - 4`); `None` when
+/// ready batch `usize::MAX - 3`, the wheel `usize::MAX - 4`); `None` when
 /// it is not queued (a cancelled entry waiting to be discarded is not).
 pub fn pool_heap_index<T: 'static>(handle: &ScheduledHandle<T>) -> Option<usize> {
     let (header, shared) = handle.internals();

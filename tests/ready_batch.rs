@@ -273,10 +273,10 @@ fn a_periodic_requeue_goes_before_a_batch_filled_during_its_run() {
 
 mod filled_from_the_wheel {
     //! The ready batch filled from the near-future wheel (`src/queue/ready.rs`,
-    //! `WorkQueue::fill_ready`): such tasks once moved without a look at their
-    //! headers and kept the wheel's mark; now they record the batch's, as the
-    //! heap's do. These tests check, through the public API, that every
-    //! removal finds them in the batch and that the counts and the order hold.
+    //! `WorkQueue::fill_ready`): such tasks move without a look at their headers
+    //! and keep the wheel's mark, so these tests check, through the public API,
+    //! that every removal still finds them in the batch and that the counts and
+    //! the order hold.
     //!
     //! Each test holds the pool's one worker inside a first task due at 1 ms,
     //! with the other tasks one wheel slot (16.4 µs) apart behind it, so each
@@ -285,8 +285,8 @@ mod filled_from_the_wheel {
 
     use super::*;
 
-    /// The ready batch's mark (`internals::pool_heap_index`).
-    const IN_READY: usize = usize::MAX - 3;
+    /// The mark a task moved from the wheel keeps (`crate::wheel::IN_WHEEL`).
+    const IN_WHEEL: usize = usize::MAX - 4;
 
     const NEAR: Duration = Duration::from_millis(1);
 
@@ -356,8 +356,8 @@ mod filled_from_the_wheel {
         internals::check_pool(&h.first).unwrap();
         assert_eq!(
             internals::pool_heap_index(&h.handles[4]),
-            Some(IN_READY),
-            "in the batch"
+            Some(IN_WHEEL),
+            "unmarked in the batch"
         );
         assert!(h.handles[1].cancel());
         assert_eq!(h.pool.queue_len(), 4);
@@ -380,9 +380,8 @@ mod filled_from_the_wheel {
         assert_eq!(h.handles[1].state(), schedpool::TaskState::Cancelled);
     }
 
-    /// With `remove_on_cancel(false)`, a task cancelled before the fill stays
-    /// queued (nothing removes it; the fill stops in front of it) and counts
-    /// as a no-op run, as Java's.
+    /// With `remove_on_cancel(false)`, a task cancelled before the fill enters
+    /// the batch (nothing removes it) and counts as a no-op run, as Java's.
     #[test]
     fn wheel_batch_keeps_cancelled_when_not_removed() {
         let h = held(4, false, &[1]);
@@ -398,7 +397,7 @@ mod filled_from_the_wheel {
         assert_eq!(h.pool.queue_len(), 0);
     }
 
-    /// Shutdown purges the cancelled task from the queue; `shutdown_now` hands
+    /// Shutdown purges the cancelled task from the batch; `shutdown_now` hands
     /// back the rest, in order.
     #[test]
     fn wheel_batch_shutdown_and_shutdown_now() {

@@ -49,7 +49,7 @@ pub(crate) fn check<L>(queue: &WorkQueue<L>) -> Result<(), String> {
     let (run, slots, cursor) = queue.wheel.parts();
     for (i, e) in run.iter().enumerate() {
         let at = Location::of(e.task.header());
-        let live = at == Location::Run;
+        let live = matches!(at, Location::Wheel(_));
         if !live && (i == 0 || at != Location::RunRemoved) {
             return Err(format!("wheel run task at {i} records {at:?}"));
         }
@@ -76,7 +76,7 @@ pub(crate) fn check<L>(queue: &WorkQueue<L>) -> Result<(), String> {
     }
     let ready = queue.ready.snapshot();
     for (i, (key, at)) in ready.iter().enumerate() {
-        if *at != Location::Ready {
+        if !matches!(at, Location::Ready | Location::Wheel(_)) {
             return Err(format!("ready task {} at {i} records {at:?}", key.1));
         }
         if i > 0 && ready[i - 1].0 >= *key {
@@ -88,15 +88,15 @@ pub(crate) fn check<L>(queue: &WorkQueue<L>) -> Result<(), String> {
 
 /// A live task's location as a number, for the model tests: its heap
 /// position, or for the other parts the codes the tests name (the lane
-/// `usize::MAX - 1`, the ready batch `usize::MAX - 3`, the wheel, a slot
-/// or its run, `usize::MAX - 4`); `None` when it is not queued or a
-/// cancelled entry waits to be discarded.
+/// `usize::MAX - 1`, the ready batch `usize::MAX - 3`, the wheel
+/// `usize::MAX - 4`); `None` when it is not queued or a cancelled entry
+/// waits to be discarded.
 pub(crate) fn queued_code(header: &Header) -> Option<usize> {
     match Location::of(header) {
         Location::Heap(i) => Some(i),
         Location::Lane => Some(usize::MAX - 1),
         Location::Ready => Some(usize::MAX - 3),
-        Location::Wheel(_) | Location::Run => Some(usize::MAX - 4),
+        Location::Wheel(_) => Some(usize::MAX - 4),
         Location::NotQueued | Location::LaneRemoved | Location::RunRemoved => None,
     }
 }
@@ -117,8 +117,6 @@ pub(super) mod marks {
     pub(in crate::queue) const IN_WHEEL: usize = usize::MAX - 4;
     /// A cancelled entry in the wheel's run.
     pub(in crate::queue) const WHEEL_REMOVED: usize = usize::MAX - 5;
-    /// A task in the wheel's run.
-    pub(in crate::queue) const IN_RUN: usize = usize::MAX - 6;
 
     /// A location as its number.
     pub(crate) fn code(location: Location) -> usize {
@@ -129,7 +127,6 @@ pub(super) mod marks {
             Location::LaneRemoved => LANE_REMOVED,
             Location::Ready => IN_READY,
             Location::Wheel(_) => IN_WHEEL,
-            Location::Run => IN_RUN,
             Location::RunRemoved => WHEEL_REMOVED,
         }
     }

@@ -29,11 +29,10 @@ pub(super) enum Location {
     Lane,
     /// Cancelled; its entry waits in the due lane for the front.
     LaneRemoved,
-    /// In a slot of the near-future wheel (its deadline's), at this
-    /// position.
+    /// In the near-future wheel: at this position of its deadline's slot
+    /// while that slot is after the wheel's cursor, else in the wheel's
+    /// sorted run (the position is then stale; see [`super::wheel`]).
     Wheel(usize),
-    /// In the near-future wheel's sorted run ([`super::wheel`]).
-    Run,
     /// Cancelled; its entry waits in the wheel's run for the front.
     RunRemoved,
     /// In the ready batch.
@@ -47,7 +46,6 @@ const LANE: u32 = u32::MAX - 1;
 const LANE_REMOVED: u32 = u32::MAX - 2;
 const READY: u32 = u32::MAX - 3;
 const RUN_REMOVED: u32 = u32::MAX - 4;
-const RUN: u32 = u32::MAX - 5;
 /// `Wheel(p)` is `WHEEL + p`; `Heap(i)` is `i`, below it.
 const WHEEL: u32 = 1 << 31;
 /// The first code above the wheel's positions.
@@ -70,7 +68,6 @@ impl Location {
             LANE_REMOVED => Location::LaneRemoved,
             READY => Location::Ready,
             RUN_REMOVED => Location::RunRemoved,
-            RUN => Location::Run,
             bits if bits < WHEEL => Location::Heap(bits as usize),
             bits if bits < SPECIAL => Location::Wheel((bits - WHEEL) as usize),
             bits => unreachable!("an unused location code {bits}"),
@@ -86,7 +83,6 @@ impl Location {
             Location::LaneRemoved => LANE_REMOVED,
             Location::Ready => READY,
             Location::RunRemoved => RUN_REMOVED,
-            Location::Run => RUN,
             Location::Heap(i) => {
                 debug_assert!(i < HEAP_MAX, "heap position {i} out of range");
                 i as u32
@@ -117,7 +113,6 @@ mod tests {
             Location::LaneRemoved,
             Location::Wheel(0),
             Location::Wheel(SLOT_MAX - 1),
-            Location::Run,
             Location::RunRemoved,
             Location::Ready,
         ] {

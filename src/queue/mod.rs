@@ -8,9 +8,9 @@
 //!
 //! - Every queued task is in exactly one of `heap`, `lane` and `wheel`, or
 //!   in the ready batch (below), and its [`Location`] says which: its heap
-//!   position, `Lane`, `Wheel(its position in its slot)`, `Run` in the
-//!   wheel's sorted run, `Ready` in the batch; a task that leaves the queue
-//!   gets `NotQueued`.
+//!   position, `Lane`, `Wheel(its position in its slot)`, and in the batch
+//!   `Ready` or, moved there from the wheel's run without a look at its
+//!   header, `Wheel` still; a task that leaves the queue gets `NotQueued`.
 //! - The lane ([`lane`]) is strictly increasing in `(deadline, seq)`.
 //!   A task due at submission normally sorts after the lane's back already
 //!   (the clock is monotonic and sequence numbers grow); one that would not
@@ -296,13 +296,21 @@ impl<L> WorkQueue<L> {
 
     /// Moves due one-shot tasks from the front of the queue to the ready
     /// batch until it holds `BATCH - 1` (the worker runs the one it took);
-    /// stops at the first task that is not due, not a plain one-shot or not
+    /// stops at the first task that is not due,
+    /// or, from the heap or the lane, not a plain one-shot or not
     /// `SCHEDULED` (a cancelled task kept in the queue: the worker that
-    /// pops it counts it). Each task moved records `Location::Ready`.
+    /// pops it counts it).
     ///
-    /// (Tasks from the wheel's run once moved without a look at their
-    /// headers; re-measured, that bought nothing beyond noise, so it went:
-    /// `docs/performance-log.md`, "The header-free wheel fill, re-measured".)
+    /// A task from the wheel's run, while no cancelled entry waits there,
+    /// moves without a look at its header: it is a one-shot task, and it is
+    /// `SCHEDULED` unless a cancel swapped its state and has not removed it:
+    /// one that waits for this lock (and then finds it in the batch, or the
+    /// worker that took it drops it, as for a cancel just after the fill),
+    /// or, with `remove_on_cancel(false)`, one that never removes it (the
+    /// worker that takes it drops it and counts a no-op run, as a pop
+    /// would). It keeps its `Location::Wheel` (see `ready`). Its header is a
+    /// line the producer's core wrote: reading it here, under the pool
+    /// lock, cost W7 about 4% (`docs/performance-log.md`).
     pub(crate) fn fill_ready(&mut self, now: Nanos) {
         self.fill_ready_up_to(now, ready::BATCH - 1);
     }
@@ -316,6 +324,20 @@ impl<L> WorkQueue<L> {
         let mut batch = std::mem::take(&mut self.fill_buf);
         while batch.len() < room {
             let Some(source) = self.first() else { break };
+            if source == Source::Wheel && !self.wheel.has_removed() {
+                let deadline = self.wheel.front().expect("the first").deadline;
+                if deadline > now {
+                    break;
+                }
+                let entry = self.wheel.pop_front_unmarked().expect("a front");
+                self.settle();
+                // The key's sequence number is in the header: a bound that
+                // sorts after it will do (a push that sorts before it moves
+                // the batch back; one tying on the deadline does too).
+                self.ready_last = Some((deadline, u64::MAX));
+                batch.push(entry);
+                continue;
+            }
             let first = self.front_of(source).expect("the first");
             let header = first.task.header();
             if first.deadline > now || header.kind() != Kind::Once || !header.is_scheduled() {
@@ -387,7 +409,11 @@ impl<L> WorkQueue<L> {
 
     fn remove_unsettled(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
         match Location::of(header) {
-            Location::Wheel(_) | Location::Run => self.wheel.cancel(header),
+            Location::Wheel(_) => self
+                .take_unmarked_from_batch(header, task)
+                // (A worker may have taken it from the batch meanwhile: its
+                // location is then `NotQueued`, and this finds nothing.)
+                .or_else(|| self.wheel.cancel(header)),
             Location::Lane => {
                 self.lane.mark_removed(header);
                 None
@@ -418,12 +444,27 @@ impl<L> WorkQueue<L> {
     /// [`remove`](Self::remove).
     pub(crate) fn remove_anywhere(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
         let entry = match Location::of(header) {
-            Location::Wheel(_) | Location::Run => self.wheel.remove(header, task),
+            Location::Wheel(_) => self
+                .take_unmarked_from_batch(header, task)
+                .or_else(|| self.wheel.remove(header, task)),
             Location::Lane => self.lane.remove(header, task),
             _ => return self.remove(header, task),
         };
         self.settle();
         entry
+    }
+
+    /// Takes out of the ready batch a task marked `Location::Wheel` that a
+    /// fill moved there unmarked (see [`fill_ready`](Self::fill_ready)), if
+    /// it is there: only a task not in a slot can be, and only while the
+    /// batch's length (never low under this lock) is not 0.
+    fn take_unmarked_from_batch(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
+        if self.wheel.holds_in_slot(header.deadline()) || self.ready.hint_len() == 0 {
+            return None;
+        }
+        let entry = self.ready.remove(task)?;
+        Location::NotQueued.set(header);
+        Some(entry)
     }
 
     /// Keeps the tasks for which `keep` is true; returns the others.

@@ -17,14 +17,17 @@
 //!
 //! - Only plain one-shot tasks ([`Kind::Once`](crate::task::header::Kind)) that are
 //!   `SCHEDULED` enter, only while the pool is `RUNNING`, and only when due:
-//!   everything here comes before everything still in the heap, the lane
-//!   and the wheel (it was their front when moved), and in `(deadline, seq)`
-//!   order ([`WorkQueue::fill_ready`](super::WorkQueue::fill_ready) reads
-//!   each task's header, the wheel's too).
+//!   everything here comes before everything still in the heap and the lane
+//!   (it was their front when moved), and in `(deadline, seq)` order. (One
+//!   from the wheel's run may enter cancelled: by a cancel that swapped its
+//!   state and waits for the pool lock, or, with `remove_on_cancel(false)`,
+//!   one that never removes it; see `WorkQueue::fill_ready`.)
 //! - A task here is still queued: it counts in the queue's length, keeps
-//!   `SCHEDULED` until a cancel or a worker's claim swaps it, records
-//!   `Location::Ready` (set under the pool lock when it enters, reset under
-//!   this lock when it leaves), and cancel, pause,
+//!   `SCHEDULED` (but see above), records `Location::Ready` as its heap index (set under the pool
+//!   lock when it enters, reset under this lock when it leaves), or, moved
+//!   from the wheel's run without a look at its header, keeps
+//!   `Location::Wheel` (removals look here for such a
+//!   task not in a slot), and cancel, pause,
 //!   trigger, shutdown and `shutdown_now` find it here (under the pool lock,
 //!   then this lock: the only lock order). It leaves by [`Ready::take_with`]
 //!   (a worker, without the pool lock), or under the pool lock by a pop,
@@ -135,8 +138,8 @@ impl<L> Ready<L> {
         count(&mut inner.ledger, entry.is_some());
         let entry = entry?;
         // Under this lock, as every move out of the batch: a removal under
-        // the pool lock that read `Location::Ready` searches here and misses
-        // it.
+        // the pool lock that read `IN_READY` (or `IN_WHEEL`) searches here
+        // and misses it.
         Location::NotQueued.set(entry.task.header());
         Some(entry.task)
     }
@@ -157,7 +160,8 @@ impl<L> Ready<L> {
 
     // ----- under the pool lock (through the work queue) -----
 
-    /// Appends `entries` (due, in queue order, marked `Location::Ready`).
+    /// Appends `entries` (due, in queue order, marked `Location::Ready` or,
+    /// from the wheel's run, still `Location::Wheel`).
     pub(crate) fn extend(&self, entries: impl Iterator<Item = Entry>) {
         self.edit().items.extend(entries);
     }

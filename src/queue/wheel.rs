@@ -29,8 +29,8 @@
 //!   slot's last entry, whose position is rewritten).
 //! - The run holds the tasks of slots up to `cursor`, strictly increasing
 //!   in `(deadline, seq)`; its front is never a cancelled entry. A task in
-//!   the run carries `Location::Run` (written when its slot joins the run,
-//!   so `Location::Wheel` has one meaning: in a slot); a
+//!   the run keeps the `Location::Wheel(p)` it had in its slot (stale: its
+//!   slot is at or before the cursor, which tells the two apart); a
 //!   cancelled one there carries `Location::RunRemoved`: it no longer counts
 //!   in `live`, its closure was dropped by the cancel, and its entry (one
 //!   reference) is discarded when it reaches the run's front, as the lane
@@ -40,8 +40,12 @@
 //!   the workers reach them at once unless the pool is saturated.
 //! - The work queue keeps its front exact: whenever its first task (of the
 //!   heap, the lane and the run) is missing or not before `boundary`, it
-//!   calls [`Wheel::advance`] until one is
-//!   ([`WorkQueue::settle`](super::WorkQueue::settle)).
+//!   calls [`Wheel::advance`] until one is (`WorkQueue::settle`).
+//! - A task taken from the run by [`Wheel::pop_front_unmarked`] (the ready
+//!   batch's fill) keeps its `Location::Wheel` after it left: its slot is at or
+//!   before the cursor, so [`Wheel::holds_in_slot`] is false for it, and
+//!   the work queue's removals look for such a task in the ready batch
+//!   before the wheel ([`crate::queue::ready`]).
 
 use std::collections::VecDeque;
 
@@ -167,10 +171,32 @@ impl Wheel {
         ]
     }
 
-    /// Whether cancelled entries wait in the run (for the model test).
-    #[cfg(all(test, not(loom)))]
+    /// Whether cancelled entries wait here (while none do, every entry is
+    /// a live one-shot task).
+    #[inline]
     pub(super) fn has_removed(&self) -> bool {
         self.removed > 0
+    }
+
+    /// Whether a task of this deadline that carries `Location::Wheel` is in
+    /// a slot; if not, it is in the run or was moved to the ready batch
+    /// unmarked (see the invariants).
+    #[inline]
+    pub(super) fn holds_in_slot(&self, deadline: Nanos) -> bool {
+        deadline >> SHIFT > self.cursor
+    }
+
+    /// Removes the run's first task without touching its header (it keeps
+    /// its `Location::Wheel`; see the invariants). Only while no cancelled entry
+    /// waits here ([`has_removed`](Self::has_removed) is false), so the
+    /// new front needs no discard either.
+    #[inline]
+    pub(super) fn pop_front_unmarked(&mut self) -> Option<Entry> {
+        debug_assert!(self.removed == 0, "an unmarked pop with cancelled entries");
+        let entry = self.run.pop_front()?;
+        self.live -= 1;
+        self.give_room_back();
+        Some(entry)
     }
 
     /// Removes the run's first task.
@@ -214,10 +240,7 @@ impl Wheel {
             .run
             .back()
             .is_none_or(|b| slot.first().is_none_or(|f| b.key() < f.key())));
-        self.run.extend(
-            slot.drain(..)
-                .inspect(|e| Location::Run.set(e.task.header())),
-        );
+        self.run.extend(slot.drain(..));
         // Keep its room for the next slot to fill, unless a burst made it
         // large or enough are kept.
         if slot.capacity() <= 64 && self.spare.len() < 64 {
@@ -245,14 +268,15 @@ impl Wheel {
         None
     }
 
-    /// A cancelled task, which carries `Location::Wheel` or `Location::Run`:
-    /// out of its slot at once, returning its entry; in the run, marked (see
-    /// the invariants), returning `None`.
+    /// A cancelled task, which carries `Location::Wheel`: out of its slot
+    /// at once, returning its entry; in the run, marked (see the
+    /// invariants), returning `None`.
     pub(crate) fn cancel(&mut self, header: &Header) -> Option<Entry> {
-        match Location::of(header) {
-            Location::Wheel(at) => return Some(self.take_from_slot(header.deadline(), at)),
-            Location::Run => {}
-            _ => return None,
+        let Location::Wheel(at) = Location::of(header) else {
+            return None;
+        };
+        if self.holds_in_slot(header.deadline()) {
+            return Some(self.take_from_slot(header.deadline(), at));
         }
         Location::RunRemoved.set(header);
         self.live -= 1;
@@ -289,10 +313,11 @@ impl Wheel {
     /// from the run by a linear search (the run holds tasks due now or
     /// within one slot). For pause, trigger and reschedule.
     pub(crate) fn remove(&mut self, header: &Header, task: *const u8) -> Option<Entry> {
-        match Location::of(header) {
-            Location::Wheel(at) => return Some(self.take_from_slot(header.deadline(), at)),
-            Location::Run => {}
-            _ => return None,
+        let Location::Wheel(at) = Location::of(header) else {
+            return None;
+        };
+        if self.holds_in_slot(header.deadline()) {
+            return Some(self.take_from_slot(header.deadline(), at));
         }
         let i = self.run.iter().position(|e| is_task(e, task))?;
         let entry = self.run.remove(i)?;
