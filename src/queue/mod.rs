@@ -308,9 +308,12 @@ impl<L> WorkQueue<L> {
     /// worker that took it drops it, as for a cancel just after the fill),
     /// or, with `remove_on_cancel(false)`, one that never removes it (the
     /// worker that takes it drops it and counts a no-op run, as a pop
-    /// would). It keeps its `Location::Wheel` (see `ready`). Its header is a
-    /// line the producer's core wrote: reading it here, under the pool
-    /// lock, cost W7 about 4% (`docs/performance-log.md`).
+    /// would). It keeps its `Location::Wheel` (see [`ready`]). Its header is
+    /// a line the producer's core wrote: reading it here, under the pool
+    /// lock, cost W7 about 4% when this was added, and reading and marking
+    /// it (to give `Location::Wheel` one meaning) about 10% when issue 33
+    /// measured it again (`docs/performance-log.md`, "The header-free wheel
+    /// fill, re-measured").
     pub(crate) fn fill_ready(&mut self, now: Nanos) {
         self.fill_ready_up_to(now, ready::BATCH - 1);
     }

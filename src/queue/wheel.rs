@@ -45,7 +45,11 @@
 //!   batch's fill) keeps its `Location::Wheel` after it left: its slot is at or
 //!   before the cursor, so [`Wheel::holds_in_slot`] is false for it, and
 //!   the work queue's removals look for such a task in the ready batch
-//!   before the wheel ([`crate::queue::ready`]).
+//!   before the wheel ([`crate::queue::ready`]). (So `Location::Wheel` has
+//!   three meanings: in a slot, in the run, in the batch. Giving it one
+//!   takes a header write per task under the pool lock, which cost W7
+//!   about 10%: `docs/performance-log.md`, "The header-free wheel fill,
+//!   re-measured".)
 
 use std::collections::VecDeque;
 
