@@ -242,25 +242,20 @@ impl<L> WorkQueue<L> {
             self.lane.push(Entry::new(deadline, task));
             return self.lane.len() == 1 && self.first() == Some(Source::Lane);
         }
-        // Not yet due, or it would break the lane's order (a racing
-        // submitter queued a later sequence number first, or a trigger
-        // pulled an old task forward): the wheel or the heap keeps it
-        // exactly, placed once. Whether a wheel task is the new head is
-        // read after settling: with no slot occupied before, the first task
-        // may have been later than the new one (a far heap head).
-        let slot = match header.kind() {
-            Kind::Once => self.wheel.slot_for(deadline, now),
-            _ => None,
-        };
+        // Not yet due, or it would break the lane's order (a racing submitter
+        // queued a later sequence number first, or a trigger pulled an old
+        // task forward): the wheel or the heap keeps it exactly, placed once.
+        // Whether a wheel task is the new head is read after settling: with
+        // no slot occupied before, a later heap task may have been first.
+        let once = header.kind() == Kind::Once;
+        let slot = once.then(|| self.wheel.slot_for(deadline, now)).flatten();
         let entry = Entry::new(deadline, task);
         let Some(slot) = slot else {
-            let heap_top = self.heap.push(entry, &mut InTask);
-            return heap_top && self.first() == Some(Source::Heap);
+            return self.heap.push(entry, &mut InTask) && self.first() == Some(Source::Heap);
         };
         let ptr = entry.task.as_ptr();
         self.wheel.push(slot, entry);
-        let first = self.settled_first();
-        first
+        self.settled_first()
             .and_then(|source| self.front_of(source))
             .is_some_and(|e| is_task(e, ptr))
     }
@@ -296,10 +291,9 @@ impl<L> WorkQueue<L> {
 
     /// Moves due one-shot tasks from the front of the queue to the ready
     /// batch until it holds `BATCH - 1` (the worker runs the one it took);
-    /// stops at the first task that is not due,
-    /// or, from the heap or the lane, not a plain one-shot or not
-    /// `SCHEDULED` (a cancelled task kept in the queue: the worker that
-    /// pops it counts it).
+    /// stops at the first task that is not due, or, from the heap or the
+    /// lane, not a plain one-shot or not `SCHEDULED` (a cancelled task kept
+    /// in the queue: the worker that pops it counts it).
     ///
     /// A task from the wheel's run, while no cancelled entry waits there,
     /// moves without a look at its header: it is a one-shot task, and it is
@@ -310,10 +304,9 @@ impl<L> WorkQueue<L> {
     /// worker that takes it drops it and counts a no-op run, as a pop
     /// would). It keeps its `Location::Wheel` (see [`ready`]). Its header is
     /// a line the producer's core wrote: reading it here, under the pool
-    /// lock, cost W7 about 4% when this was added, and reading and marking
-    /// it (to give `Location::Wheel` one meaning) about 10% when issue 33
-    /// measured it again (`docs/performance-log.md`, "The header-free wheel
-    /// fill, re-measured").
+    /// lock, cost W7 4% when this was added; reading and marking it (one
+    /// meaning for `Location::Wheel`) cost 10% when issue 33 measured again
+    /// (`docs/performance-log.md`, "The header-free wheel fill, re-measured").
     pub(crate) fn fill_ready(&mut self, now: Nanos) {
         self.fill_ready_up_to(now, ready::BATCH - 1);
     }
