@@ -31,7 +31,12 @@ pub(super) enum Location {
     LaneRemoved,
     /// In the near-future wheel: at this position of its deadline's slot
     /// while that slot is after the wheel's cursor, else in the wheel's
-    /// sorted run (the position is then stale; see [`super::wheel`]).
+    /// sorted run or, moved there by the fill without a look at its header,
+    /// in the ready batch (the position is then stale; see
+    /// [`super::wheel`]). Three meanings, kept because one would cost a
+    /// header write per task under the pool lock (W7 about 10%:
+    /// `docs/performance-log.md`, "The header-free wheel fill,
+    /// re-measured").
     Wheel(usize),
     /// Cancelled; its entry waits in the wheel's run for the front.
     RunRemoved,

@@ -238,29 +238,26 @@ impl<L> WorkQueue<L> {
                 self.unready();
             }
         }
-        let fits_lane = deadline <= now && self.lane.accepts(deadline, header.seq());
-        if !fits_lane {
-            // Not yet due, or it would break the lane's order (a racing
-            // submitter queued a later sequence number first, or a trigger
-            // pulled an old task forward): the wheel or the heap keeps it
-            // exactly. Whether a wheel task is the new head is read after
-            // settling: with no slot occupied before, the first task may
-            // have been later than the new one (a far heap head).
-            let ptr = task.as_ptr();
-            let entry = match self.wheel.push(Entry::new(deadline, task), now) {
-                Ok(()) => {
-                    let first = self.settled_first();
-                    return first
-                        .and_then(|source| self.front_of(source))
-                        .is_some_and(|e| is_task(e, ptr));
-                }
-                Err(entry) => entry,
-            };
-            let heap_top = self.heap.push(entry, &mut InTask);
-            return heap_top && self.first() == Some(Source::Heap);
+        if deadline <= now && self.lane.accepts(deadline, header.seq()) {
+            self.lane.push(Entry::new(deadline, task));
+            return self.lane.len() == 1 && self.first() == Some(Source::Lane);
         }
-        self.lane.push(Entry::new(deadline, task));
-        self.lane.len() == 1 && self.first() == Some(Source::Lane)
+        // Not yet due, or it would break the lane's order (a racing submitter
+        // queued a later sequence number first, or a trigger pulled an old
+        // task forward): the wheel or the heap keeps it exactly, placed once.
+        // Whether a wheel task is the new head is read after settling: with
+        // no slot occupied before, a later heap task may have been first.
+        let once = header.kind() == Kind::Once;
+        let slot = once.then(|| self.wheel.slot_for(deadline, now)).flatten();
+        let entry = Entry::new(deadline, task);
+        let Some(slot) = slot else {
+            return self.heap.push(entry, &mut InTask) && self.first() == Some(Source::Heap);
+        };
+        let ptr = entry.task.as_ptr();
+        self.wheel.push(slot, entry);
+        self.settled_first()
+            .and_then(|source| self.front_of(source))
+            .is_some_and(|e| is_task(e, ptr))
     }
 
     /// Starts loading the lines the next pop reads first
@@ -294,10 +291,9 @@ impl<L> WorkQueue<L> {
 
     /// Moves due one-shot tasks from the front of the queue to the ready
     /// batch until it holds `BATCH - 1` (the worker runs the one it took);
-    /// stops at the first task that is not due,
-    /// or, from the heap or the lane, not a plain one-shot or not
-    /// `SCHEDULED` (a cancelled task kept in the queue: the worker that
-    /// pops it counts it).
+    /// stops at the first task that is not due, or, from the heap or the
+    /// lane, not a plain one-shot or not `SCHEDULED` (a cancelled task kept
+    /// in the queue: the worker that pops it counts it).
     ///
     /// A task from the wheel's run, while no cancelled entry waits there,
     /// moves without a look at its header: it is a one-shot task, and it is
@@ -306,9 +302,11 @@ impl<L> WorkQueue<L> {
     /// worker that took it drops it, as for a cancel just after the fill),
     /// or, with `remove_on_cancel(false)`, one that never removes it (the
     /// worker that takes it drops it and counts a no-op run, as a pop
-    /// would). It keeps its `Location::Wheel` (see `ready`). Its header is a
-    /// line the producer's core wrote: reading it here, under the pool
-    /// lock, cost W7 about 4% (`docs/performance-log.md`).
+    /// would). It keeps its `Location::Wheel` (see [`ready`]). Its header is
+    /// a line the producer's core wrote: reading it here, under the pool
+    /// lock, cost W7 4% when this was added; reading and marking it (one
+    /// meaning for `Location::Wheel`) cost 10% when issue 33 measured again
+    /// (`docs/performance-log.md`, "The header-free wheel fill, re-measured").
     pub(crate) fn fill_ready(&mut self, now: Nanos) {
         self.fill_ready_up_to(now, ready::BATCH - 1);
     }

@@ -289,6 +289,31 @@ fn a_near_task_before_a_far_heap_head_is_the_new_head() {
     assert!(head, "push said it is not the new head");
 }
 
+/// Placement is decided once, by the deadline: a one-shot task within the
+/// wheel's horizon goes to its slot, one beyond it straight to the heap.
+#[test]
+fn a_task_beyond_the_horizon_goes_straight_to_the_heap() {
+    let mut q = WorkQueue::new();
+    let now: Nanos = 1 << 30; // the start of a slot
+    let slot: Nanos = 1 << wheel::SHIFT;
+    // The first task's slot is sorted into the run at once: the cursor
+    // stops there, one slot after now's, and the horizon counts from it.
+    q.push(task(0, now + slot), now);
+    let last = task(1, now + 1024 * slot);
+    q.push(last.clone(), now);
+    assert_eq!(mark(last.header()), IN_WHEEL, "the horizon's last slot");
+    let beyond = task(2, now + 1025 * slot);
+    q.push(beyond.clone(), now);
+    assert_eq!(mark(beyond.header()), 0, "the heap's top");
+    let far = task(3, now + 3_600_000_000_000);
+    q.push(far.clone(), now);
+    assert_eq!(mark(far.header()), 1, "in the heap");
+    let order: Vec<u64> = std::iter::from_fn(|| q.pop())
+        .map(|e| e.task.header().seq())
+        .collect();
+    assert_eq!(order, [0, 1, 2, 3]);
+}
+
 /// Submit-then-cancel at a fixed delay under a frozen clock, behind an
 /// earlier near task: each cancelled entry leaves its slot at once, not
 /// when the front reaches the slot.

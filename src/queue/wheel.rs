@@ -17,6 +17,11 @@
 //!   only slots in `(cursor, cursor + SLOTS)` hold entries, so no two
 //!   absolute slots share a place. Every entry in a slot is due at or after
 //!   [`Wheel::boundary`], `(cursor + 1) << SHIFT`.
+//! - A task's place is decided once: the work queue asks
+//!   [`Wheel::slot_for`] before it builds the entry, and a task refused
+//!   there (due, beyond the horizon, not after the cursor's slot, or its
+//!   slot full) goes straight to the heap without entering here; only
+//!   one-shot tasks are offered.
 //! - `occupied` has bit `i` set exactly when `slots[i]` is non-empty;
 //!   `in_slots` counts their entries. A slot holds no cancelled entry.
 //! - A task in a slot carries `Location::Wheel(p)`, `p` its position in
@@ -40,7 +45,11 @@
 //!   batch's fill) keeps its `Location::Wheel` after it left: its slot is at or
 //!   before the cursor, so [`Wheel::holds_in_slot`] is false for it, and
 //!   the work queue's removals look for such a task in the ready batch
-//!   before the wheel ([`crate::queue::ready`]).
+//!   before the wheel ([`crate::queue::ready`]). (So `Location::Wheel` has
+//!   three meanings: in a slot, in the run, in the batch. Giving it one
+//!   takes a header write per task under the pool lock, which cost W7
+//!   about 10%: `docs/performance-log.md`, "The header-free wheel fill,
+//!   re-measured".)
 
 use std::collections::VecDeque;
 
@@ -60,6 +69,14 @@ const SLOTS: usize = 1024;
 /// The run, each slot's entries with its absolute slot number and
 /// position, and the cursor (for [`super::check`]).
 pub(super) type Parts<'a> = (Vec<&'a Entry>, Vec<(u64, usize, &'a Entry)>, u64);
+
+/// A place [`Wheel::slot_for`] chose for a task, which [`Wheel::push`]
+/// takes: the slot's index, and the cursor (caught up with the clock when
+/// no slot held a task).
+pub(super) struct Slot {
+    at: usize,
+    cursor: u64,
+}
 
 /// See the module documentation.
 pub(super) struct Wheel {
@@ -98,27 +115,34 @@ impl Wheel {
         self.live
     }
 
-    /// Takes `entry` if it is a one-shot task due within the horizon and
-    /// after the cursor's slot; gives it back otherwise (the heap's).
-    pub(crate) fn push(&mut self, entry: Entry, now: Nanos) -> Result<(), Entry> {
-        if self.in_slots == 0 {
-            // Nothing waits in a slot: the cursor may catch up with the clock.
-            self.cursor = self.cursor.max(now >> SHIFT);
-        }
-        let slot = entry.deadline >> SHIFT;
-        let header = entry.task.header();
-        if entry.deadline <= now
-            || slot <= self.cursor
-            || slot - self.cursor >= SLOTS as u64
-            || header.kind() != Kind::Once
-        {
-            return Err(entry);
+    /// Where a one-shot task due at `deadline` would wait here, pushed at
+    /// `now`: a slot after the cursor's and within the horizon, with room
+    /// left; `None` (the heap's) otherwise. The work queue asks before it
+    /// builds the entry, so a task beyond the horizon never comes here.
+    #[inline]
+    pub(super) fn slot_for(&self, deadline: Nanos, now: Nanos) -> Option<Slot> {
+        // Nothing waits in a slot: the cursor may catch up with the clock.
+        let cursor = if self.in_slots == 0 {
+            self.cursor.max(now >> SHIFT)
+        } else {
+            self.cursor
+        };
+        let slot = deadline >> SHIFT;
+        if deadline <= now || slot <= cursor || slot - cursor >= SLOTS as u64 {
+            return None;
         }
         let at = (slot % SLOTS as u64) as usize;
-        if self.slots[at].len() >= SLOT_MAX {
-            return Err(entry);
-        }
-        Location::Wheel(self.slots[at].len()).set(header);
+        (self.slots[at].len() < SLOT_MAX).then_some(Slot { at, cursor })
+    }
+
+    /// Appends `entry` to the slot [`slot_for`](Self::slot_for) chose for
+    /// its deadline (with nothing changed here in between).
+    pub(super) fn push(&mut self, slot: Slot, entry: Entry) {
+        let Slot { at, cursor } = slot;
+        debug_assert_eq!(((entry.deadline >> SHIFT) % SLOTS as u64) as usize, at);
+        debug_assert!(entry.task.header().kind() == Kind::Once);
+        self.cursor = cursor;
+        Location::Wheel(self.slots[at].len()).set(entry.task.header());
         if self.slots[at].capacity() == 0 {
             if let Some(spare) = self.spare.pop() {
                 self.slots[at] = spare;
@@ -128,7 +152,6 @@ impl Wheel {
         self.occupied[at / 64] |= 1 << (at % 64);
         self.in_slots += 1;
         self.live += 1;
-        Ok(())
     }
 
     /// The earliest deadline a task still in a slot may have, if any is.
