@@ -13,7 +13,7 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use postgres_support::{signal, watchdog, Postgres};
-use schedpool::durable::{DurableQueue, PostgresBackend, PostgresOptions, QueueOptions};
+use schedpool::durable::{DurableQueue, PostgresBackend, PostgresOptions, QueueOptions, Removed};
 
 /// What a call may take beyond its timeout on this shared 2-core machine:
 /// the stated margin of `docs/durable.md` ("A server that stops
@@ -96,7 +96,14 @@ fn every_call_returns_within_op_timeout_while_every_server_process_is_stopped() 
             signal(p, "STOP");
         }
         let bound = op + MARGIN;
-        let err = within("put", bound, || q.put("new", &"n".into(), Duration::ZERO)).unwrap_err();
+        // Under its own id: `Unavailable` means the outcome is unknown, and
+        // the stopped server still holds the request, so it may apply it
+        // after it resumes, even after everything below (seen once, at load
+        // average 9: a late put of the same id re-added an acked item).
+        let err = within("put", bound, || {
+            q.put("stalled", &"s".into(), Duration::from_secs(3600))
+        })
+        .unwrap_err();
         assert!(err.is_unavailable(), "{err:?}");
         let err = within("counts", bound, || q.counts()).unwrap_err();
         assert!(err.is_unavailable(), "{err:?}");
@@ -133,8 +140,12 @@ fn every_call_returns_within_op_timeout_while_every_server_process_is_stopped() 
             .expect("the new item");
         assert_eq!(d.id(), "new");
         d.ack().unwrap();
+        assert!(matches!(q.remove("new").unwrap(), Removed::NotFound));
+        // What may remain: "pending" (unless the stalled remove applied,
+        // now or later) and "stalled" (if the stalled put applied). Nothing
+        // is in flight: the held item was acked, the new one too.
         let c = q.counts().unwrap();
-        assert_eq!((c.pending, c.in_flight), (1, 0), "{c:?}");
+        assert!(c.pending <= 2 && c.in_flight == 0 && c.dead == 0, "{c:?}");
     });
 }
 
