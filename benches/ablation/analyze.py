@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Per variant and metric: the median over rounds of (variant / V0 of the same
-round), its min..max, and in how many rounds the variant did worse than V0."""
+round), its min..max, and in how many rounds the variant did worse than V0;
+and V0's own spread (its runs' min..max over its median)."""
 import csv, glob, os, re, statistics, sys
 from collections import defaultdict
 D = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "ablation")
@@ -16,16 +17,16 @@ for f in glob.glob(os.path.join(D, 'raw', '*-r*.csv')):
         vals[(row['workload'], row['metric'])][(v, r)] = x
 METRICS = [
     ('W1', 'schedule', 'lo'), ('W2', 'cancel', 'lo'),
-    ('W3', 'throughput', 'hi'), ('W3', 'submit', 'lo'),
+    ('W3', 'throughput', 'hi'), ('W3', 'submit', 'lo'), ('W3S', 'throughput', 'hi'),
     ('W4', 'p50', 'lo'), ('W4', 'p99', 'lo'), ('W4', 'p99.9', 'lo'), ('W4', 'max', 'lo'),
     ('W5', 'runs/expected', 'hi'), ('W5', 'worst drift', 'lo'),
     ('W6', 'heap/task', 'lo'),
-    ('W7', 'throughput', 'hi'),
+    ('W7', 'throughput', 'hi'), ('W7X8', 'throughput', 'hi'),
     ('W8', 'cancel@1k', 'lo'), ('W8', 'cancel@1M', 'lo'),
     ('W9', 'pair (caller)', 'lo'), ('W9', 'pair (caller cpu)', 'lo'), ('W9', 'cpu all threads', 'lo'),
     ('W9', 'pacing lag max', 'lo'),
     ('W4L', 'p50', 'lo'), ('W4L', 'p99', 'lo'), ('W4L', 'p99.9', 'lo'), ('W4L', 'max', 'lo'),
-    ('W9L', 'pair (caller cpu)', 'lo'), ('W9L', 'cpu all threads', 'lo'), ('W9L', 'pacing lag max', 'lo'),
+    ('W9L', 'pair (caller)', 'lo'), ('W9L', 'cancel (caller)', 'lo'), ('W9L', 'pair (caller cpu)', 'lo'), ('W9L', 'cpu all threads', 'lo'), ('W9L', 'pacing lag max', 'lo'),
 ]
 VARS = ['V1', 'V2', 'V3', 'V4', 'V5', 'V6', 'V67', 'V7', 'V8']
 rounds = sorted({r for d in vals.values() for (_, r) in d})
@@ -47,15 +48,22 @@ def v0(w, met):
     d = vals.get((w, met), {})
     xs = [d[('V0', r)] for r in rounds if ('V0', r) in d]
     return ('%.4g' % statistics.median(xs)) if xs else '-'
-hdr = ['workload', 'metric', 'better', 'V0 median'] + VARS
+def v0_spread(w, met):
+    # V0's own noise: its runs' [min..max] over its median, the range a
+    # variant's single-round ratio can move by with nothing removed
+    d = vals.get((w, met), {})
+    xs = [d[('V0', r)] for r in rounds if ('V0', r) in d]
+    m = statistics.median(xs) if xs else 0
+    return '[%.2f..%.2f]' % (min(xs) / m, max(xs) / m) if m else '-'
+hdr = ['workload', 'metric', 'better', 'V0 median', 'V0 spread'] + VARS
 if fmt == 'md':
     print('| ' + ' | '.join(hdr) + ' |')
     print('|' + '---|' * len(hdr))
 for w, met, d in METRICS:
     cells = [cell(w, met, v, d)[0] for v in VARS]
-    line = [w, met, 'higher' if d == 'hi' else 'lower', v0(w, met)] + cells
+    line = [w, met, 'higher' if d == 'hi' else 'lower', v0(w, met), v0_spread(w, met)] + cells
     if fmt == 'md':
         print('| ' + ' | '.join(line) + ' |')
     else:
-        print('%-4s %-18s %-6s %9s ' % tuple(line[:4]) + ' '.join('%24s' % c for c in cells))
+        print('%-4s %-18s %-6s %9s %13s ' % tuple(line[:5]) + ' '.join('%24s' % c for c in cells))
 print('rounds:', rounds, file=sys.stderr)
