@@ -787,20 +787,19 @@ fn t8_cancel_by_id_at_1m_is_correct_and_log_n() {
         for &i in &victims {
             assert_eq!(big.remove(&t8_id(i)).unwrap(), Removed::NotFound);
         }
+        // p99 sorts the samples, so the middle one is the median.
         let big_p99 = p99(&mut big_lat);
         let small_p99 = p99(&mut small_lat);
+        let (big_median, small_median) =
+            (big_lat[big_lat.len() / 2], small_lat[small_lat.len() / 2]);
         eprintln!(
-            "t8: cancel p99 at {n}: {big_p99:?} (median {:?}); at {SMALL}: {small_p99:?} (median {:?}); {CANCELS} pairs in {measure_time:?}",
-            big_lat[big_lat.len() / 2],
-            small_lat[small_lat.len() / 2],
+            "t8: cancel p99 at {n}: {big_p99:?} (median {big_median:?}); at {SMALL}: {small_p99:?} (median {small_median:?}); {CANCELS} pairs in {measure_time:?}",
         );
         // Medians: a p99 of 10,000 calls on a loaded machine is a
         // preempted thread's time slice (2.0 ms against 0.18 ms, once, with
         // two busy loops), not the store's cost. A cancel that grew with the
         // queue (a scan of 1M items) would move the median by orders of
         // magnitude.
-        let (big_median, small_median) =
-            (big_lat[big_lat.len() / 2], small_lat[small_lat.len() / 2]);
         assert!(
             big_median <= small_median * 3,
             "cancel median at {n} items ({big_median:?}) exceeds 3x the median at {SMALL} ({small_median:?})"
