@@ -454,17 +454,21 @@ impl Scenario {
             "await-done" => {
                 let t = self.task(arg(1));
                 let deadline = Instant::now() + AWAIT;
+                // The handle's lock is held only to read its state, never
+                // across a wait: a self-cancelling body takes the same lock
+                // to cancel, and a wait under it starved that body (a
+                // 5 ms wait, a yield, the lock again; on a busy machine the
+                // body did not get in for 10 s).
                 let done = loop {
-                    match lock(&t.handle).as_ref() {
+                    match lock(&t.handle).as_ref().map(|h| h.is_done()) {
                         None => break false,
-                        Some(h) if h.wait_timeout(Duration::from_millis(5)) => break true,
-                        Some(_) => {}
+                        Some(true) => break true,
+                        Some(false) => {}
                     }
                     if Instant::now() > deadline {
                         break false;
                     }
-                    // let a self-cancelling body get at the handle
-                    std::thread::yield_now();
+                    std::thread::sleep(Duration::from_millis(1));
                 };
                 if !done {
                     self.emit(ln, tilde, format!("TIMEOUT await-done {}", t.id));

@@ -342,12 +342,36 @@ impl Postgres {
         postgres::Client::connect(&self.params(), postgres::NoTls).expect("connect")
     }
 
-    /// kill -9 the postmaster; its backends exit when they see it gone.
+    /// kill -9 the server: the postmaster and every process it started
+    /// (backends, checkpointer, writers), as a crash of its host would
+    /// end them, and returns once all are gone. The postmaster alone is
+    /// not enough: its backends exit only when they notice it gone, and
+    /// until then a connection's next statement is still answered (a
+    /// "server that is gone" answered `relation does not exist` on a
+    /// 2-core CI machine), and a restart can find the old shared memory
+    /// in use.
     pub fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            forget(child.id());
-            let _ = child.kill();
-            let _ = child.wait();
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pid = child.id();
+        forget(pid);
+        // Stopped, the postmaster starts no process between the listing
+        // of its children and its death.
+        signal(pid, "STOP");
+        let children = children_of(pid);
+        let _ = child.kill();
+        let _ = child.wait();
+        for &c in &children {
+            kill_quietly(c);
+        }
+        let until = Instant::now() + Duration::from_secs(30);
+        while children.iter().any(|&c| alive(c)) {
+            assert!(
+                Instant::now() < until,
+                "postgres processes {children:?} outlived SIGKILL by 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 
@@ -361,6 +385,39 @@ impl Postgres {
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
+}
+
+/// SIGKILL to a pid that may have exited already.
+fn kill_quietly(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// The pids whose parent is `parent` (from `/proc/<pid>/stat`).
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| stat_field(pid, 1).and_then(|p| p.parse().ok()) == Some(parent))
+        .collect()
+}
+
+/// Field `n` after the command name of `/proc/<pid>/stat` (0: the state,
+/// 1: the parent's pid).
+fn stat_field(pid: u32, n: usize) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name is in parentheses and may hold spaces: split after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(n).map(str::to_string)
+}
+
+/// Whether `pid` is a process that has not exited (a zombie has).
+fn alive(pid: u32) -> bool {
+    stat_field(pid, 0).is_some_and(|state| state != "Z" && state != "X")
 }
 
 impl Drop for Postgres {
