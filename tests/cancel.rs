@@ -137,6 +137,74 @@ fn cancel_racing_the_run_runs_at_most_once_and_tells_the_truth() {
     }
 }
 
+/// `cancel` returns true also for a body already running (Java's
+/// `cancel(false)`), so only `cancel_if_not_started` can say "never ran".
+/// Timeouts due at once (the ready path) and a few microseconds out (the
+/// lane and the wheel), cancelled from two threads while two workers run
+/// them: every `true` is a body that never ran, every `false` one that ran
+/// exactly once. (The W9 benchmark's "cancelled fired" count uses `cancel`,
+/// and counts a run that started before its cancel and was preempted
+/// before the body read the clock; this is the exact check.)
+#[test]
+fn cancel_if_not_started_racing_the_run_never_lets_a_cancelled_body_run() {
+    let pool = PoolGuard(ScheduledThreadPool::new(2));
+    let per_thread = 4_000;
+    let results: Vec<(Arc<AtomicUsize>, bool)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|t| {
+                let pool = &pool;
+                s.spawn(move || {
+                    (0..per_thread)
+                        .map(|i| {
+                            let ran = Arc::new(AtomicUsize::new(0));
+                            let r = ran.clone();
+                            let delay = Duration::from_micros(((i + t) % 4) as u64 * 20);
+                            let h = pool
+                                .schedule(
+                                    move || {
+                                        r.fetch_add(1, Ordering::SeqCst);
+                                    },
+                                    delay,
+                                )
+                                .unwrap();
+                            // Let some runs start first.
+                            for _ in 0..(i % 64) * 8 {
+                                std::hint::spin_loop();
+                            }
+                            let cancelled = h.cancel_if_not_started();
+                            if cancelled {
+                                assert_eq!(h.join(), Err(TaskError::Cancelled));
+                            } else {
+                                assert!(h.wait_timeout(EVENTUALLY), "a started run ends");
+                            }
+                            (ran, cancelled)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(pool.0.wait_idle(EVENTUALLY));
+    let (mut cancelled, mut ran) = (0, 0);
+    for (runs, was_cancelled) in &results {
+        let runs = runs.load(Ordering::SeqCst);
+        if *was_cancelled {
+            assert_eq!(
+                runs, 0,
+                "a body ran after cancel_if_not_started returned true"
+            );
+            cancelled += 1;
+        } else {
+            assert_eq!(runs, 1, "cancel_if_not_started returned false: it ran once");
+            ran += 1;
+        }
+    }
+    assert_eq!(cancelled + ran, 2 * per_thread);
+    // Both outcomes happened, or the race was not exercised.
+    assert!(cancelled > 0 && ran > 0, "cancelled {cancelled}, ran {ran}");
+}
+
 #[test]
 fn java_retention_policy_keeps_cancelled_tasks_until_due() {
     let pool = PoolGuard(
