@@ -849,6 +849,16 @@ fn run_all<P: BenchPool>(p: &Params, a: &Args, rows: &mut Vec<Row>) {
 // --------------------------------------------------------------------------
 
 /// This thread's CPU time, ns (`CLOCK_THREAD_CPUTIME_ID`).
+/// This thread's context switches so far: (voluntary, involuntary)
+/// (`getrusage(RUSAGE_THREAD)`).
+fn thread_switches() -> (u64, u64) {
+    // SAFETY: `rusage` is plain data; all zeros is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid `who` and a valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
+}
+
 fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -1082,6 +1092,12 @@ struct W9Out {
     wall_cancel: u64,
     cpu_sched: u64,
     cpu_cancel: u64,
+    /// Context switches inside the schedule loops: (voluntary, involuntary).
+    /// A voluntary one inside a loop is a wait (a contended lock: the loops
+    /// never sleep); an involuntary one is a preemption.
+    csw_sched: (u64, u64),
+    /// The same inside the cancel loops.
+    csw_cancel: (u64, u64),
     /// Worst lag of a burst's start behind the plan, ns.
     max_lag: u64,
     /// (global task, when its cancel returned, ns since base + 1).
@@ -1111,6 +1127,7 @@ fn w9_producer<P: BenchPool>(pool: &P, plan: &W9Plan, st: &'static W9St, rate: u
     let (mut next_s, mut next_c) = (0usize, 0usize);
     let ns = |t: Instant| t.duration_since(st.base).as_nanos() as u64;
     while next_s < n || next_c < m {
+        let s0 = thread_switches();
         let c0 = thread_cpu_ns();
         let top = Instant::now();
         let now = ns(top);
@@ -1127,6 +1144,7 @@ fn w9_producer<P: BenchPool>(pool: &P, plan: &W9Plan, st: &'static W9St, rate: u
         }
         let t1 = Instant::now();
         let c1 = thread_cpu_ns();
+        let s1 = thread_switches();
         let t2 = Instant::now();
         out.bursts.push((next_c as u32, ns(t2), 0));
         while next_c < m && plan.cancels[next_c].0 <= now {
@@ -1142,6 +1160,11 @@ fn w9_producer<P: BenchPool>(pool: &P, plan: &W9Plan, st: &'static W9St, rate: u
         }
         let t3 = Instant::now();
         let c3 = thread_cpu_ns();
+        let s3 = thread_switches();
+        out.csw_sched.0 += s1.0 - s0.0;
+        out.csw_sched.1 += s1.1 - s0.1;
+        out.csw_cancel.0 += s3.0 - s1.0;
+        out.csw_cancel.1 += s3.1 - s1.1;
         out.bursts.last_mut().expect("this burst").2 = ns(t3);
         while ring.front().is_some_and(|h| h.is_none()) && ring_base < next_s {
             ring.pop_front();
@@ -1317,6 +1340,37 @@ fn w9<P: BenchPool>(p: &Params, label: &str, rows: &mut Vec<Row>) {
         sum(|o| o.wall_cancel) as f64 / cancelled as f64,
     ));
     rows.push(row(name, w, "pair (caller cpu)", "ns", pair_cpu));
+    // Per 1k operations: waits (voluntary switches) and preemptions
+    // (involuntary) inside each loop, from getrusage(RUSAGE_THREAD).
+    let per_k = |n: u64, ops: u64| n as f64 * 1000.0 / ops.max(1) as f64;
+    rows.push(row(
+        name,
+        w,
+        "schedule waits",
+        "per 1k",
+        per_k(sum(|o| o.csw_sched.0), scheduled),
+    ));
+    rows.push(row(
+        name,
+        w,
+        "schedule preempted",
+        "per 1k",
+        per_k(sum(|o| o.csw_sched.1), scheduled),
+    ));
+    rows.push(row(
+        name,
+        w,
+        "cancel waits",
+        "per 1k",
+        per_k(sum(|o| o.csw_cancel.0), cancelled),
+    ));
+    rows.push(row(
+        name,
+        w,
+        "cancel preempted",
+        "per 1k",
+        per_k(sum(|o| o.csw_cancel.1), cancelled),
+    ));
     rows.push(row(
         name,
         w,
