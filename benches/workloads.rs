@@ -1343,34 +1343,18 @@ fn w9<P: BenchPool>(p: &Params, label: &str, rows: &mut Vec<Row>) {
     // Per 1k operations: waits (voluntary switches) and preemptions
     // (involuntary) inside each loop, from getrusage(RUSAGE_THREAD).
     let per_k = |n: u64, ops: u64| n as f64 * 1000.0 / ops.max(1) as f64;
-    rows.push(row(
-        name,
-        w,
-        "schedule waits",
-        "per 1k",
-        per_k(sum(|o| o.csw_sched.0), scheduled),
-    ));
-    rows.push(row(
-        name,
-        w,
-        "schedule preempted",
-        "per 1k",
-        per_k(sum(|o| o.csw_sched.1), scheduled),
-    ));
-    rows.push(row(
-        name,
-        w,
-        "cancel waits",
-        "per 1k",
-        per_k(sum(|o| o.csw_cancel.0), cancelled),
-    ));
-    rows.push(row(
-        name,
-        w,
-        "cancel preempted",
-        "per 1k",
-        per_k(sum(|o| o.csw_cancel.1), cancelled),
-    ));
+    let (sched_sw, cancel_sw) = (
+        (sum(|o| o.csw_sched.0), sum(|o| o.csw_sched.1)),
+        (sum(|o| o.csw_cancel.0), sum(|o| o.csw_cancel.1)),
+    );
+    for (metric, n, ops) in [
+        ("schedule waits", sched_sw.0, scheduled),
+        ("schedule preempted", sched_sw.1, scheduled),
+        ("cancel waits", cancel_sw.0, cancelled),
+        ("cancel preempted", cancel_sw.1, cancelled),
+    ] {
+        rows.push(row(name, w, metric, "per 1k", per_k(n, ops)));
+    }
     rows.push(row(
         name,
         w,
