@@ -1098,6 +1098,9 @@ struct W9Out {
     csw_sched: (u64, u64),
     /// The same inside the cancel loops.
     csw_cancel: (u64, u64),
+    /// Involuntary switches over the producer's whole run (as the Java
+    /// harness counts them, which cannot read them per loop cheaply).
+    preempted: u64,
     /// Worst lag of a burst's start behind the plan, ns.
     max_lag: u64,
     /// (global task, when its cancel returned, ns since base + 1).
@@ -1126,6 +1129,7 @@ fn w9_producer<P: BenchPool>(pool: &P, plan: &W9Plan, st: &'static W9St, rate: u
     let mut ring_base = 0usize;
     let (mut next_s, mut next_c) = (0usize, 0usize);
     let ns = |t: Instant| t.duration_since(st.base).as_nanos() as u64;
+    let sw0 = thread_switches();
     while next_s < n || next_c < m {
         let s0 = thread_switches();
         let c0 = thread_cpu_ns();
@@ -1185,6 +1189,7 @@ fn w9_producer<P: BenchPool>(pool: &P, plan: &W9Plan, st: &'static W9St, rate: u
             next_event.saturating_sub(now).max(QUANTUM),
         ));
     }
+    out.preempted = thread_switches().1 - sw0.1;
     out.scheduled = n as u64;
     out.cancelled = m as u64;
     out
@@ -1355,6 +1360,14 @@ fn w9<P: BenchPool>(p: &Params, label: &str, rows: &mut Vec<Row>) {
     ] {
         rows.push(row(name, w, metric, "per 1k", per_k(n, ops)));
     }
+    // Over the producer's whole run, as the Java harness counts it.
+    rows.push(row(
+        name,
+        w,
+        "producer preempted",
+        "per 1k pairs",
+        per_k(sum(|o| o.preempted), cancelled),
+    ));
     rows.push(row(
         name,
         w,

@@ -223,6 +223,22 @@ public final class StpeBench {
     /** This thread's CPU time, ns. */
     static long threadCpuNs() { return THREADS.getCurrentThreadCpuTime(); }
 
+    /** This thread's context switches so far, {voluntary, involuntary}, from
+     *  /proc/thread-self/status (Linux); {-1, -1} where it cannot be read. Read only at a
+     *  producer's start and end: a read costs microseconds, more than a burst's work. */
+    static long[] threadSwitches() {
+        long[] out = {-1, -1};
+        try {
+            for (String line : Files.readAllLines(Paths.get("/proc/thread-self/status"))) {
+                if (line.startsWith("voluntary_ctxt_switches:")) out[0] = Long.parseLong(line.substring(24).trim());
+                else if (line.startsWith("nonvoluntary_ctxt_switches:")) out[1] = Long.parseLong(line.substring(27).trim());
+            }
+        } catch (IOException | RuntimeException e) {
+            return new long[] {-1, -1};
+        }
+        return out;
+    }
+
     static void teardown(ScheduledExecutorService ex) {
         ex.shutdownNow();
         try {
@@ -611,6 +627,8 @@ public final class StpeBench {
     /** What one producer measured. */
     static final class W9Out {
         long scheduled, cancelled, wallSched, wallCancel, cpuSched, cpuCancel, maxLag;
+        /** The producer's involuntary context switches over its whole run (-1: unknown). */
+        long preempted = -1;
         boolean[] cancelOk;
         int nb;
         int[] burstFirst = new int[1024]; // first cancel position of each burst
@@ -627,6 +645,7 @@ public final class StpeBench {
         out.cancelOk = new boolean[n];
         ScheduledFuture<?>[] pending = new ScheduledFuture<?>[n];
         int nextS = 0, nextC = 0;
+        long[] sw0 = threadSwitches();
         while (nextS < n || nextC < m) {
             long c0 = threadCpuNs();
             long top = System.nanoTime();
@@ -670,6 +689,8 @@ public final class StpeBench {
             long until = System.nanoTime() + wait;
             for (long left = wait; left > 0; left = until - System.nanoTime()) LockSupport.parkNanos(left);
         }
+        long[] sw1 = threadSwitches();
+        if (sw0[1] >= 0 && sw1[1] >= 0) out.preempted = sw1[1] - sw0[1];
         out.scheduled = n;
         out.cancelled = m;
         return out;
@@ -704,7 +725,9 @@ public final class StpeBench {
         teardown(ex);
 
         long scheduled = 0, cancelled = 0, wallS = 0, wallC = 0, cpuS = 0, cpuC = 0, lag = 0;
+        long preempted = 0;
         for (W9Out o : outs) {
+            preempted = (preempted < 0 || o.preempted < 0) ? -1 : preempted + o.preempted;
             scheduled += o.scheduled; cancelled += o.cancelled;
             wallS += o.wallSched; wallC += o.wallCancel; cpuS += o.cpuSched; cpuC += o.cpuCancel;
             lag = Math.max(lag, o.maxLag);
@@ -733,6 +756,7 @@ public final class StpeBench {
         add(w, "schedule (caller)", "ns/op", (double) wallS / scheduled);
         add(w, "cancel (caller)", "ns/op", (double) wallC / cancelled);
         add(w, "pair (caller cpu)", "ns", (double) cpuS / scheduled + (double) cpuC / cancelled);
+        if (preempted >= 0) add(w, "producer preempted", "per 1k pairs", preempted * 1000.0 / cancelled);
         add(w, "cpu all threads", "ns/timeout", (double) cpu / scheduled);
         add(w, "kept fired", "ratio", (double) firedKept / kept);
         add(w, "cancelled fired", "count", firedAfterCancel);
