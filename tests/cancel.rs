@@ -256,6 +256,7 @@ fn cancelling_every_pending_task_empties_the_queue() {
 #[test]
 fn cancels_racing_submissions_remove_and_count_once() {
     const PER_THREAD: usize = 20_000;
+    const BUSY_BOUND: usize = 500_000;
     let pool = PoolGuard(ScheduledThreadPool::new(2));
     let drops = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -264,12 +265,18 @@ fn cancels_racing_submissions_remove_and_count_once() {
             let pool = pool.0.clone();
             let stop = stop.clone();
             std::thread::spawn(move || {
+                // Bounded, and yielding now and then: under valgrind, which
+                // runs one thread at a time, the unbounded loop kept the
+                // cancellers from running and grew past 24 GB.
                 let mut kept = 0usize;
-                while !stop.load(Ordering::Relaxed) {
+                while !stop.load(Ordering::Relaxed) && kept < BUSY_BOUND {
                     pool.schedule(|| (), Duration::from_secs(7200))
                         .unwrap()
                         .detach();
                     kept += 1;
+                    if kept % 64 == 0 {
+                        std::thread::yield_now();
+                    }
                 }
                 kept
             })
@@ -303,6 +310,7 @@ fn cancels_racing_submissions_remove_and_count_once() {
     }
     stop.store(true, Ordering::Relaxed);
     let kept: usize = busy.into_iter().map(|b| b.join().unwrap()).sum();
+    eprintln!("busy submissions during the cancels: {kept}");
     assert_eq!(drops.load(Ordering::SeqCst), 4 * PER_THREAD);
     assert_eq!(pool.queue_len(), kept, "a cancelled task stayed queued");
     assert_eq!(pool.stats().cancelled, (4 * PER_THREAD) as u64);
