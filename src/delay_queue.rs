@@ -504,6 +504,11 @@ impl<T> DelayQueue<T> {
     /// use schedpool::{DelayItem, DelayQueue};
     ///
     /// let q: Arc<DelayQueue<DelayItem<&str>>> = Arc::new(DelayQueue::new());
+    /// let now = Instant::now();
+    /// q.put(DelayItem::at("cache:b", now + Duration::from_millis(2)));
+    /// q.put(DelayItem::at("cache:a", now + Duration::from_millis(1)));
+    /// // Started after both puts: a consumer running before "cache:a" was
+    /// // put could, on a busy machine, find "cache:b" due first.
     /// let consumer = {
     ///     let q = q.clone();
     ///     std::thread::spawn(move || {
@@ -514,9 +519,6 @@ impl<T> DelayQueue<T> {
     ///         expired
     ///     })
     /// };
-    /// let now = Instant::now();
-    /// q.put(DelayItem::at("cache:b", now + Duration::from_millis(2)));
-    /// q.put(DelayItem::at("cache:a", now + Duration::from_millis(1)));
     /// while !q.is_empty() {
     ///     std::thread::sleep(Duration::from_millis(1));
     /// }
