@@ -1214,7 +1214,7 @@ fn w9<P: BenchPool>(p: &Params, label: &str, rows: &mut Vec<Row>) {
     // One pool of two workers; or, split, one pool of one worker per
     // producer (each producer schedules and cancels on its own pool only).
     let pools: Vec<P> = match p.w9_split {
-        false => vec![P::with_threads(2)],
+        false => vec![P::with_threads(p.w9_threads)],
         true => vec![P::with_threads(1), P::with_threads(1)],
     };
     // Start both workers before the clock starts.
@@ -1328,6 +1328,8 @@ fn w9<P: BenchPool>(p: &Params, label: &str, rows: &mut Vec<Row>) {
     if p.w9_split {
         // Said in the output, so a split run is never read as the usual one.
         rows.push(row(name, w, "split: pools", "count", n_pools as f64));
+    } else if p.w9_threads != 2 {
+        rows.push(row(name, w, "workers", "count", p.w9_threads as f64));
     }
     rows.push(row(name, w, "pair (caller)", "ns", pair_wall));
     rows.push(row(

@@ -63,6 +63,10 @@ pub struct Params {
     /// two workers (`SCHEDPOOL_BENCH_W9_SPLIT=1`): a bound on what a queue
     /// sharded by submitter could buy (`docs/performance-log.md`).
     pub w9_split: bool,
+    /// W9, W9L: the workers of the one pool (`SCHEDPOOL_BENCH_W9_THREADS`,
+    /// default 2; ignored when split): how the producers' preemptions
+    /// follow the number of workers (`docs/performance-log.md`).
+    pub w9_threads: usize,
 }
 
 impl Params {
@@ -84,6 +88,10 @@ impl Params {
             Some("1") => true,
             Some(other) => panic!("SCHEDPOOL_BENCH_W9_SPLIT={other}: 0 or 1"),
         };
+        if let Some(n) = env("SCHEDPOOL_BENCH_W9_THREADS") {
+            assert!(n > 0, "SCHEDPOOL_BENCH_W9_THREADS: at least 1");
+            p.w9_threads = n as usize;
+        }
         p
     }
 
@@ -105,6 +113,7 @@ impl Params {
                 w9_rate: 250_000,
                 w9_duration: Duration::from_millis(300),
                 w9_split: false,
+                w9_threads: 2,
             }
         } else {
             Params {
@@ -123,6 +132,7 @@ impl Params {
                 w9_rate: 250_000,
                 w9_duration: Duration::from_secs(2),
                 w9_split: false,
+                w9_threads: 2,
             }
         }
     }
