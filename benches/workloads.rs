@@ -848,7 +848,6 @@ fn run_all<P: BenchPool>(p: &Params, a: &Args, rows: &mut Vec<Row>) {
 // W9: timeouts (most cancelled before they fire), and the loaded variants
 // --------------------------------------------------------------------------
 
-/// This thread's CPU time, ns (`CLOCK_THREAD_CPUTIME_ID`).
 /// This thread's context switches so far: (voluntary, involuntary)
 /// (`getrusage(RUSAGE_THREAD)`).
 fn thread_switches() -> (u64, u64) {
@@ -859,6 +858,7 @@ fn thread_switches() -> (u64, u64) {
     (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
 }
 
+/// This thread's CPU time, ns (`CLOCK_THREAD_CPUTIME_ID`).
 fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
