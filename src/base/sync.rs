@@ -1,4 +1,4 @@
-//! The synchronisation facade: parking_lot and std normally, loom under `cfg(loom)`.
+//! The synchronisation facade: std normally, loom under `cfg(loom)`.
 //!
 //! Every lock, condition variable, atomic, `UnsafeCell` the crate's
 //! `unsafe` relies on, thread spawn and thread-local in the crate is
@@ -7,6 +7,20 @@
 //! loom: see `docs/design.md`.) The API is parking_lot's
 //! (`lock()` returns the guard directly, waits take `&mut MutexGuard`); the
 //! loom side adapts loom's std-like API to it.
+//!
+//! # Why std's lock and not parking_lot's
+//!
+//! parking_lot's mutex, waiting for a held lock, spins a few times and
+//! then calls `sched_yield` up to seven times before it parks. On a host
+//! whose cores are taken by other processes, a yield hands the core to one
+//! of them until the next scheduler tick (Linux's EEVDF moves the
+//! yielder's deadline a whole slice back): a caller that met the pool lock
+//! held lost about 3.5 ms. That was most of W9L's cost per timeout (2.7
+//! µs of the caller's time, 1.9 yields per 1,000 pairs counted as
+//! involuntary switches). std's futex mutex spins about a hundred times on
+//! the lock word and then sleeps in the kernel, which wakes it at the
+//! unlock: W9L's pair fell to 0.17× (`docs/performance-log.md`, "Why
+//! callers lost whole time slices on a busy host").
 //!
 //! loom does not model time: under loom a timed wait is an untimed wait that
 //! never reports a timeout. Models therefore use deadlines already past or a
@@ -116,43 +130,141 @@ where
     }
 }
 
+/// std's futex mutex and condvar behind parking_lot's API, for every lock
+/// in the crate (see the module's documentation for why not parking_lot's).
 #[cfg(not(loom))]
 mod imp {
+    use std::ops::{Deref, DerefMut};
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Instant;
 
-    pub(crate) use parking_lot::{Mutex, MutexGuard};
+    /// std's mutex behind parking_lot's API: `lock()` returns the guard, and
+    /// a panic while it was held does not poison it (as parking_lot).
+    #[derive(Debug, Default)]
+    pub(crate) struct Mutex<T>(std::sync::Mutex<T>);
 
-    /// Runs `f` with the lock released.
-    pub(crate) fn unlocked<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
-        MutexGuard::unlocked(guard, f)
+    /// The guard; an `Option` so a wait can hand std's guard to the condvar
+    /// and [`unlocked`] can release and re-take it, with the mutex beside
+    /// it for the re-take. Present whenever a caller can reach it.
+    #[derive(Debug)]
+    pub(crate) struct MutexGuard<'a, T>(
+        Option<std::sync::MutexGuard<'a, T>>,
+        &'a std::sync::Mutex<T>,
+    );
+
+    impl<T> Mutex<T> {
+        pub(crate) const fn new(value: T) -> Self {
+            Mutex(std::sync::Mutex::new(value))
+        }
+
+        /// Takes the lock: a compare-and-swap, else std's slow path (a
+        /// short spin on the lock word, then a futex wait). Never
+        /// `sched_yield`.
+        #[inline]
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            MutexGuard(Some(relock(&self.0)), &self.0)
+        }
     }
 
-    /// parking_lot's `Condvar`, with the two waits the crate uses.
+    /// Locks `mutex`, ignoring poison (the crate's state stays consistent
+    /// across a panicking body: bodies never run under a lock).
+    #[inline]
+    fn relock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        mutex
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `f` with the lock released (parking_lot's `MutexGuard::unlocked`).
+    pub(crate) fn unlocked<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
+        drop(guard.0.take());
+        let result = f();
+        guard.0 = Some(relock(guard.1));
+        result
+    }
+
+    impl<T> Deref for MutexGuard<'_, T> {
+        type Target = T;
+        #[inline]
+        fn deref(&self) -> &T {
+            self.0.as_ref().expect("guard present")
+        }
+    }
+    impl<T> DerefMut for MutexGuard<'_, T> {
+        #[inline]
+        fn deref_mut(&mut self) -> &mut T {
+            self.0.as_mut().expect("guard present")
+        }
+    }
+
+    /// std's condvar, with the two waits the crate uses, and a count of its
+    /// sleepers so that a notify with nobody asleep costs no system call
+    /// (std's `notify_one` always makes one; parking_lot's did not).
+    ///
+    /// The count is exact for the crate's use: a waiter counts itself while
+    /// it holds the lock, and every notify follows a change made under
+    /// that lock, so a notifier either sees the count or changed the state
+    /// before the waiter looked at it.
     #[derive(Debug, Default)]
-    pub(crate) struct Condvar(parking_lot::Condvar);
+    pub(crate) struct Condvar {
+        cv: std::sync::Condvar,
+        sleepers: AtomicUsize,
+    }
 
     impl Condvar {
         pub(crate) const fn new() -> Self {
-            Condvar(parking_lot::Condvar::new())
+            Condvar {
+                cv: std::sync::Condvar::new(),
+                sleepers: AtomicUsize::new(0),
+            }
         }
+
         pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
-            self.0.wait(guard);
+            let inner = guard.0.take().expect("guard present");
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            let inner = self
+                .cv
+                .wait(inner)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+            guard.0 = Some(inner);
         }
+
         /// Waits until `deadline`; true if it returned because time ran out.
         pub(crate) fn wait_until<T>(
             &self,
             guard: &mut MutexGuard<'_, T>,
             deadline: Instant,
         ) -> bool {
-            self.0.wait_until(guard, deadline).timed_out()
+            let Some(left) = deadline
+                .checked_duration_since(Instant::now())
+                .filter(|left| !left.is_zero())
+            else {
+                return true;
+            };
+            let inner = guard.0.take().expect("guard present");
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            let (inner, result) = self
+                .cv
+                .wait_timeout(inner, left)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+            guard.0 = Some(inner);
+            result.timed_out()
         }
+
         pub(crate) fn notify_one(&self) {
-            self.0.notify_one();
+            if self.sleepers.load(Ordering::SeqCst) != 0 {
+                self.cv.notify_one();
+            }
         }
+
         /// Only for latches (a task's completion, the pool's termination),
         /// where every waiter must return; never for the work queue.
         pub(crate) fn notify_all(&self) {
-            self.0.notify_all();
+            if self.sleepers.load(Ordering::SeqCst) != 0 {
+                self.cv.notify_all();
+            }
         }
     }
 }
