@@ -6,11 +6,10 @@
 # and misaligned accesses, Stacked Borrows violations, and data races (its
 # race detector) under the interleavings it picks.
 #
-# With -Zmiri-strict-provenance, as crossbeam runs it; except for the tests
-# in PERMISSIVE_TESTS, which park a thread on a parking_lot condvar:
-# parking_lot_core's word lock keeps a pointer in an integer, which strict
-# provenance refuses (an error in parking_lot, before any of our code), so
-# those run in a second pass with -Zmiri-permissive-provenance.
+# With -Zmiri-strict-provenance, as crossbeam runs it, every test. (Until
+# the crate's locks became std's, a test that parked a thread ran in a
+# second, permissive pass: parking_lot_core's word lock keeps a pointer in
+# an integer, which strict provenance refuses.)
 #
 # Needs a nightly toolchain with the miri and rust-src components (.ci/run
 # adds them through .ci/nightly-checks.sh where it can); fails without them.
@@ -19,8 +18,6 @@ set -euo pipefail
 
 # The tests, as libtest filters (substrings of the test paths).
 UNIT_FILTERS="task::ptr::tests:: task::once::tests:: heap::tests::prefetch_"
-# Tests that block on parking_lot (see above): skipped in the strict pass.
-PERMISSIVE_TESTS="once::tests::racing_waiters_share_one_cell"
 
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -43,16 +40,11 @@ start=$SECONDS
 cd "$tree"
 # Builds (or finds) Miri's own std; a minute or two the first time.
 cargo +nightly miri setup
-skips=()
-for t in $PERMISSIVE_TESTS; do skips+=(--skip "$t"); done
 # shellcheck disable=SC2086 # the filters are words
 MIRIFLAGS="-Zmiri-strict-provenance" \
-  cargo +nightly miri test --lib -- $UNIT_FILTERS "${skips[@]}" 2>&1 | tee "$log"
+  cargo +nightly miri test --lib -- $UNIT_FILTERS 2>&1 | tee "$log"
 # shellcheck disable=SC2086
-MIRIFLAGS="-Zmiri-permissive-provenance" \
-  cargo +nightly miri test --lib -- $PERMISSIVE_TESTS 2>&1 | tee -a "$log"
-# shellcheck disable=SC2086
-check_filters "$log" $UNIT_FILTERS $PERMISSIVE_TESTS
+check_filters "$log" $UNIT_FILTERS
 passed=$(grep -Eo '^test result: ok\. [0-9]+ passed' "$log" | awk '{ n += $4 } END { print n + 0 }')
-printf 'miri: ran %s tests (%s), strict provenance but for %s: no undefined behaviour (%ss)\n' \
-  "$passed" "$UNIT_FILTERS" "$PERMISSIVE_TESTS" "$((SECONDS - start))"
+printf 'miri: ran %s tests (%s), strict provenance: no undefined behaviour (%ss)\n' \
+  "$passed" "$UNIT_FILTERS" "$((SECONDS - start))"

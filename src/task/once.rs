@@ -555,10 +555,8 @@ mod tests {
         );
     }
 
-    /// Threads create a bare cell at once, nobody blocking (so Miri runs
-    /// this with strict provenance; the test above of waiters parks on
-    /// parking_lot, whose lock word hides a pointer in an integer): all get
-    /// the one that won, whole.
+    /// Threads create a bare cell at once, nobody blocking: all get the
+    /// one that won, whole.
     #[test]
     fn racing_creators_share_one_cell() {
         use super::LazyCell;
