@@ -122,7 +122,7 @@ impl Wake {
         }
         let popped: RedisResult<Option<(String, String, f64)>> = redis::cmd("BZPOPMIN")
             .arg(&client.keys[4])
-            .arg(format!("{:.3}", block.as_secs_f64()))
+            .arg(block_seconds(block))
             .query(conn);
         self.in_wait.store(false, Ordering::SeqCst);
         match popped {
@@ -167,4 +167,32 @@ fn unavailable(
 ) -> DurableError {
     let tls_hint = fresh && client.dropped_before_reply(&err);
     DurableError::Unavailable(client.transport_error(err, timeout, tls_hint))
+}
+
+/// `BZPOPMIN`'s timeout for a block of `block`: seconds with three
+/// decimals, rounded up to the next whole millisecond and never below one.
+/// Redis reads `0` as "block forever", so a block under half a millisecond
+/// printed as `0.000` would wait until the client's read timeout tore the
+/// connection down (an `Unavailable` from a plain poll).
+fn block_seconds(block: Duration) -> String {
+    let ms = block.as_micros().div_ceil(1000).max(1);
+    format!("{}.{:03}", ms / 1000, ms % 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::block_seconds;
+    use std::time::Duration;
+
+    #[test]
+    fn a_block_is_never_sent_as_zero_and_never_shorter() {
+        let us = Duration::from_micros;
+        assert_eq!(block_seconds(us(0)), "0.001");
+        assert_eq!(block_seconds(us(1)), "0.001");
+        assert_eq!(block_seconds(us(400)), "0.001", "0.000 would block forever");
+        assert_eq!(block_seconds(us(1_000)), "0.001");
+        assert_eq!(block_seconds(us(1_001)), "0.002");
+        assert_eq!(block_seconds(Duration::from_millis(300)), "0.300");
+        assert_eq!(block_seconds(Duration::from_secs(86_400)), "86400.000");
+    }
 }
