@@ -26,28 +26,9 @@ use std::time::Duration;
 
 use schedpool::ScheduledThreadPool;
 
-/// `struct sock_filter`: one classic BPF instruction.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct SockFilter {
-    code: u16,
-    jt: u8,
-    jf: u8,
-    k: u32,
-}
+#[path = "common/seccomp.rs"]
+mod seccomp;
 
-/// `struct sock_fprog`.
-#[repr(C)]
-struct SockFprog {
-    len: u16,
-    filter: *const SockFilter,
-}
-
-const PR_SET_SECCOMP: i32 = 22;
-const PR_SET_NO_NEW_PRIVS: i32 = 38;
-const SECCOMP_MODE_FILTER: u64 = 2;
-const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
-const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 const EAGAIN: u32 = 11;
 const SYS_CLONE3: u32 = 435;
 #[cfg(target_arch = "x86_64")]
@@ -55,65 +36,13 @@ const SYS_CLONE: u32 = 56;
 #[cfg(target_arch = "aarch64")]
 const SYS_CLONE: u32 = 220;
 
-extern "C" {
-    fn prctl(option: i32, ...) -> i32;
-}
-
 /// Makes every `clone`/`clone3` of the calling thread fail with `EAGAIN`,
 /// for as long as the thread lives (a seccomp filter cannot be removed).
 fn refuse_new_threads_on_this_thread() {
-    const LD_W_ABS: u16 = 0x20; // A = the syscall number (offset 0)
-    const JEQ_K: u16 = 0x15;
-    const RET_K: u16 = 0x06;
-    let program = [
-        SockFilter {
-            code: LD_W_ABS,
-            jt: 0,
-            jf: 0,
-            k: 0,
-        },
-        SockFilter {
-            code: JEQ_K,
-            jt: 2,
-            jf: 0,
-            k: SYS_CLONE3,
-        },
-        SockFilter {
-            code: JEQ_K,
-            jt: 1,
-            jf: 0,
-            k: SYS_CLONE,
-        },
-        SockFilter {
-            code: RET_K,
-            jt: 0,
-            jf: 0,
-            k: SECCOMP_RET_ALLOW,
-        },
-        SockFilter {
-            code: RET_K,
-            jt: 0,
-            jf: 0,
-            k: SECCOMP_RET_ERRNO | EAGAIN,
-        },
-    ];
-    let prog = SockFprog {
-        len: program.len() as u16,
-        filter: program.as_ptr(),
-    };
-    // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments only.
-    let rc = unsafe { prctl(PR_SET_NO_NEW_PRIVS, 1u64, 0u64, 0u64, 0u64) };
-    assert_eq!(rc, 0, "PR_SET_NO_NEW_PRIVS: {}", io::Error::last_os_error());
-    // SAFETY: `prog` points at `program`, both alive across the call; the
-    // kernel copies the filter.
-    let rc = unsafe {
-        prctl(
-            PR_SET_SECCOMP,
-            SECCOMP_MODE_FILTER,
-            &prog as *const SockFprog,
-        )
-    };
-    assert_eq!(rc, 0, "PR_SET_SECCOMP: {}", io::Error::last_os_error());
+    seccomp::answer_on_this_thread(
+        &[SYS_CLONE3, SYS_CLONE],
+        seccomp::SECCOMP_RET_ERRNO | EAGAIN,
+    );
 }
 
 #[test]

@@ -27,28 +27,9 @@ use std::time::{Duration, Instant};
 
 use schedpool::{DelayItem, DelayQueue, ScheduledThreadPool};
 
-/// `struct sock_filter`: one classic BPF instruction.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct SockFilter {
-    code: u16,
-    jt: u8,
-    jf: u8,
-    k: u32,
-}
+#[path = "common/seccomp.rs"]
+mod seccomp;
 
-/// `struct sock_fprog`.
-#[repr(C)]
-struct SockFprog {
-    len: u16,
-    filter: *const SockFilter,
-}
-
-const PR_SET_SECCOMP: i32 = 22;
-const PR_SET_NO_NEW_PRIVS: i32 = 38;
-const SECCOMP_MODE_FILTER: u64 = 2;
-const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
-const SECCOMP_RET_TRAP: u32 = 0x0003_0000;
 const SIGSYS: i32 = 31;
 #[cfg(target_arch = "x86_64")]
 const SYS_SCHED_YIELD: u32 = 24;
@@ -56,7 +37,6 @@ const SYS_SCHED_YIELD: u32 = 24;
 const SYS_SCHED_YIELD: u32 = 124;
 
 extern "C" {
-    fn prctl(option: i32, ...) -> i32;
     fn signal(signum: i32, handler: extern "C" fn(i32)) -> usize;
 }
 
@@ -72,56 +52,11 @@ extern "C" fn count_yield(_signal: i32) {
 /// skipped, which no caller can tell from a yield that found nobody to
 /// run).
 fn count_yields_from_this_thread_on() {
-    const LD_W_ABS: u16 = 0x20; // A = the syscall number (offset 0)
-    const JEQ_K: u16 = 0x15;
-    const RET_K: u16 = 0x06;
-    let program = [
-        SockFilter {
-            code: LD_W_ABS,
-            jt: 0,
-            jf: 0,
-            k: 0,
-        },
-        SockFilter {
-            code: JEQ_K,
-            jt: 1,
-            jf: 0,
-            k: SYS_SCHED_YIELD,
-        },
-        SockFilter {
-            code: RET_K,
-            jt: 0,
-            jf: 0,
-            k: SECCOMP_RET_ALLOW,
-        },
-        SockFilter {
-            code: RET_K,
-            jt: 0,
-            jf: 0,
-            k: SECCOMP_RET_TRAP,
-        },
-    ];
-    let prog = SockFprog {
-        len: program.len() as u16,
-        filter: program.as_ptr(),
-    };
     // SAFETY: `count_yield` only touches an atomic, which is
     // async-signal-safe; `signal` takes a plain function pointer.
     let old = unsafe { signal(SIGSYS, count_yield) };
     assert_ne!(old, usize::MAX, "signal: {}", io::Error::last_os_error());
-    // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments only.
-    let rc = unsafe { prctl(PR_SET_NO_NEW_PRIVS, 1u64, 0u64, 0u64, 0u64) };
-    assert_eq!(rc, 0, "PR_SET_NO_NEW_PRIVS: {}", io::Error::last_os_error());
-    // SAFETY: `prog` points at `program`, both alive across the call; the
-    // kernel copies the filter.
-    let rc = unsafe {
-        prctl(
-            PR_SET_SECCOMP,
-            SECCOMP_MODE_FILTER,
-            &prog as *const SockFprog,
-        )
-    };
-    assert_eq!(rc, 0, "PR_SET_SECCOMP: {}", io::Error::last_os_error());
+    seccomp::answer_on_this_thread(&[SYS_SCHED_YIELD], seccomp::SECCOMP_RET_TRAP);
 }
 
 #[test]
