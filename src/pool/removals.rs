@@ -17,18 +17,25 @@
 //!   `shutdown_now()` see every cancel that returned before they were
 //!   called: the task is uncounted at once, though its node may stay in the
 //!   heap until then.
+//! - *Looking.* A worker inside the wait loop that is awake (it entered the
+//!   wait or woke, and has not yet slept or left) is *looking*
+//!   ([`Removals::looking`]): before it sleeps or leaves it stops looking
+//!   and then checks that the list is empty, and takes the list and looks
+//!   again if not ([`Removals::stops_looking`]). A cancel pushes, then
+//!   reads the count (both sequentially consistent, with a fence between:
+//!   one of the two sees the other), so a cancel that finds a worker
+//!   looking needs to wake nobody: that worker takes the list before it
+//!   does anything else but run a task it had already found due.
 //! - *Reclaim bound.* A waiting worker that is about to sleep publishes
-//!   when it will next wake ([`Removals::sleeping_until`]) and then checks
-//!   that the list is empty (both sequentially consistent; a cancel pushes,
-//!   then reads the published time: one of the two sees the other). A
-//!   cancel that finds the list was empty and no waiter due within
-//!   [`RECLAIM_BOUND`] wakes one (taking the pool lock only to signal, at
-//!   most once per empty-to-non-empty change). A waiter that took
-//!   removals sleeps at most [`RECLAIM_BOUND`] while they keep coming. So
-//!   a node is reclaimed at the next wake-up of a worker, and no later than
-//!   [`RECLAIM_BOUND`] after its cancel while a worker waits (a pool whose
-//!   workers are all running long tasks reclaims when one of them next
-//!   takes the lock).
+//!   when it will next wake ([`Removals::sleeping_until`]) before it stops
+//!   looking. A cancel that finds the list was empty, nobody looking and
+//!   no waiter due within [`RECLAIM_BOUND`] wakes one (taking the pool
+//!   lock only to signal, at most once per empty-to-non-empty change). A
+//!   waiter that took removals sleeps at most [`RECLAIM_BOUND`] while they
+//!   keep coming. So a node is reclaimed at the next wake-up of a worker,
+//!   and no later than [`RECLAIM_BOUND`] after its cancel while a worker
+//!   waits (a pool whose workers are all running long tasks reclaims when
+//!   one of them next takes the lock).
 //! - *Bulk.* When the list grows past a share of the queue
 //!   ([`Removals::bulk_at`]), the cancel that crosses it wakes a waiter at
 //!   once: unreclaimed nodes never outnumber a quarter of the queue (plus
@@ -75,6 +82,8 @@ pub(crate) struct Removals {
     /// When the next waiter to sleep wakes at the latest, on the real
     /// clock's scale (`u64::MAX`: no timed waiter; unknown).
     wake_at: AtomicU64,
+    /// How many workers are looking (see the invariants).
+    looking: AtomicUsize,
     /// A length at which a cancel wakes a waiter at once.
     bulk_at: AtomicUsize,
     /// Cancels reclaim under the pool lock themselves.
@@ -87,6 +96,7 @@ impl Removals {
             list: Mutex::new(Vec::new()),
             len: AtomicUsize::new(0),
             wake_at: AtomicU64::new(u64::MAX),
+            looking: AtomicUsize::new(0),
             bulk_at: AtomicUsize::new(BULK_MIN),
             urgent: AtomicBool::new(false),
         }
@@ -101,7 +111,7 @@ impl Removals {
             list.push(task);
             self.len.fetch_add(1, Ordering::SeqCst)
         };
-        // Dekker with `set_urgent` and `sleeping_until`: the push, then
+        // Dekker with `set_urgent` and `stops_looking`: the push, then
         // their flags (a full fence: loom models SeqCst accesses as AcqRel,
         // but fences as SeqCst).
         fence(Ordering::SeqCst);
@@ -112,7 +122,10 @@ impl Removals {
         if before < bulk && before + 1 >= bulk {
             return After::Wake;
         }
-        if before == 0 && self.wake_at.load(Ordering::SeqCst) > now().saturating_add(BOUND_NANOS) {
+        if before == 0
+            && self.looking.load(Ordering::SeqCst) == 0
+            && self.wake_at.load(Ordering::SeqCst) > now().saturating_add(BOUND_NANOS)
+        {
             return After::Wake;
         }
         After::Nothing
@@ -141,17 +154,50 @@ impl Removals {
             .store((queued / 4).max(BULK_MIN), Ordering::Relaxed);
     }
 
-    /// A waiter is about to sleep (pool lock held) and wakes by `wake_at`
-    /// (real clock; `u64::MAX`: untimed) at the latest. False if a removal
-    /// came in since the last take: take it and look again instead.
-    pub(crate) fn sleeping_until(&self, wake_at: Nanos) -> bool {
-        self.wake_at.store(wake_at, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        self.len.load(Ordering::SeqCst) == 0
+    /// A worker entered the wait loop (pool lock held): it is looking.
+    pub(crate) fn looking(&self) {
+        self.looking.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// A waiter woke: its published time no longer holds.
+    /// A looking waiter is about to sleep (pool lock held) and wakes by
+    /// `wake_at` (real clock; `u64::MAX`: untimed) at the latest. False if
+    /// a removal came in since the last take: it still looks; take the
+    /// list and look again instead.
+    pub(crate) fn sleeping_until(&self, wake_at: Nanos) -> bool {
+        // Before it stops looking: a cancel that sees it stopped sees this.
+        self.wake_at.store(wake_at, Ordering::SeqCst);
+        self.stops_looking()
+    }
+
+    /// A looking worker is about to leave the wait loop (pool lock held):
+    /// false if a removal came in since the last take (it still looks;
+    /// take the list and look again instead).
+    pub(crate) fn leaving(&self) -> bool {
+        self.stops_looking()
+    }
+
+    /// Stops looking, then checks the list (Dekker with `push`): true if
+    /// it is empty; if not, looks again and returns false.
+    fn stops_looking(&self) -> bool {
+        self.looking.fetch_sub(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if self.len.load(Ordering::SeqCst) == 0 {
+            return true;
+        }
+        self.looking.fetch_add(1, Ordering::SeqCst);
+        false
+    }
+
+    /// A looking worker left the wait loop without checking the list (a
+    /// panic unwound it): it no longer looks.
+    pub(crate) fn left(&self) {
+        self.looking.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// A waiter woke: it looks again, and its published time no longer
+    /// holds.
     pub(crate) fn awake(&self) {
+        self.looking.fetch_add(1, Ordering::SeqCst);
         self.wake_at.store(u64::MAX, Ordering::SeqCst);
     }
 
@@ -161,5 +207,64 @@ impl Removals {
         self.urgent.store(urgent, Ordering::SeqCst);
         // Then the caller takes the list (see `push`).
         fence(Ordering::SeqCst);
+    }
+}
+
+/// loom models of the *looking* hand-shake (see the invariants): a cancel
+/// that wakes nobody because a worker looks must have its removal taken by
+/// that worker before it sleeps or leaves. Run with `RUSTFLAGS="--cfg loom"
+/// cargo test --release --lib` (`.ci/run` does).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use std::sync::Arc;
+
+    use super::{After, Removals};
+    use crate::task::header::{Header, Kind};
+    use crate::task::once::OnceTask;
+    use crate::task::ptr::TaskPtr;
+
+    fn task() -> TaskPtr {
+        TaskPtr::new(OnceTask::new(Header::new(0, 0, Kind::Once), || ()))
+    }
+
+    /// A worker that looks, then stops by `stop` (sleeping or leaving),
+    /// taking the list each time the check fails; a cancel pushes. Returns
+    /// how many removals the worker took and what the cancel was told.
+    fn race(stop: fn(&Removals) -> bool) -> (usize, After) {
+        let removals = Arc::new(Removals::new());
+        removals.looking();
+        let worker = {
+            let removals = Arc::clone(&removals);
+            loom::thread::spawn(move || {
+                let (mut taken, mut list) = (0, Vec::new());
+                while !stop(&removals) {
+                    removals.take(&mut list);
+                    taken += list.len();
+                    list.clear();
+                }
+                taken
+            })
+        };
+        let after = removals.push(task(), || 0);
+        (worker.join().expect("worker"), after)
+    }
+
+    /// Fails if a worker may leave without checking the list after it
+    /// stops looking.
+    #[test]
+    fn a_leaving_worker_takes_what_a_cancel_left_it() {
+        loom::model(|| {
+            let (taken, after) = race(Removals::leaving);
+            assert!(taken == 1 || after == After::Wake, "{taken} {after:?}");
+        });
+    }
+
+    /// The same for a worker about to sleep untimed.
+    #[test]
+    fn a_sleeping_worker_takes_what_a_cancel_left_it() {
+        loom::model(|| {
+            let (taken, after) = race(|r| r.sleeping_until(u64::MAX));
+            assert!(taken == 1 || after == After::Wake, "{taken} {after:?}");
+        });
     }
 }

@@ -114,11 +114,27 @@ impl Waitable for State {
             false => u64::MAX,
         };
         let recheck = self.recheck_by.unwrap_or(u64::MAX);
-        self.removals.sleeping_until(head.min(recheck)) && self.inbox.sleep()
+        if !self.removals.sleeping_until(head.min(recheck)) {
+            return false;
+        }
+        if !self.inbox.sleep() {
+            self.removals.looking(); // it looks again
+            return false;
+        }
+        true
     }
     fn woke(&mut self) {
         self.removals.awake();
         self.inbox.woke();
+    }
+    fn looks(&mut self) {
+        self.removals.looking();
+    }
+    fn may_leave(&mut self) -> bool {
+        self.removals.leaving()
+    }
+    fn left(&mut self) {
+        self.removals.left();
     }
     fn spin_starts(&mut self) -> bool {
         self.inbox.spin_starts()

@@ -59,6 +59,20 @@ pub(crate) trait Waitable {
     }
     /// The waiter that [`may_sleep`](Self::may_sleep) let sleep is awake.
     fn woke(&mut self) {}
+    /// A waiter entered the wait. From here, and from every
+    /// [`woke`](Self::woke), it *looks* until a true
+    /// [`may_sleep`](Self::may_sleep) or [`may_leave`](Self::may_leave):
+    /// it absorbs before it sleeps or leaves, so work that arrives without
+    /// the lock meanwhile needs no signal (the pool's removals).
+    fn looks(&mut self) {}
+    /// The waiter is about to return from the wait: false if work arrived
+    /// without the lock meanwhile (absorb it and look again instead).
+    fn may_leave(&mut self) -> bool {
+        true
+    }
+    /// A looking waiter left without [`may_leave`](Self::may_leave) (a
+    /// panic unwound the wait).
+    fn left(&mut self) {}
     /// A waiter starts spinning outside the lock (towards the head's
     /// deadline, or for a while if there is none). Fails (false) if work
     /// arrived without the lock: absorb it instead.
@@ -95,6 +109,9 @@ pub(crate) struct Handoff<'a, S: Waitable> {
     /// that only pushed or removed hands nothing on: a push signals only
     /// when it made a new head, as Java's `offer`.
     taker: bool,
+    /// The waiter looks ([`Waitable::looks`]): awake in the wait, and not
+    /// yet let sleep or leave.
+    looking: bool,
 }
 
 impl<'a, S: Waitable> Handoff<'a, S> {
@@ -104,6 +121,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             available,
             spin,
             taker: false,
+            looking: false,
         }
     }
 
@@ -133,6 +151,8 @@ impl<'a, S: Waitable> Handoff<'a, S> {
         let may_succeed = clock.is_real() && cfg!(not(loom));
         // Since when nothing has been queued, for a keep-alive.
         let mut idle_until: Option<Instant> = None;
+        self.guard.looks();
+        self.looking = true;
         loop {
             self.guard.absorb();
             let head = self.guard.head_deadline();
@@ -140,10 +160,16 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             if let Some(deadline) = head {
                 now = clock.now();
                 if deadline <= now {
+                    if !self.may_leave() {
+                        continue; // work arrived without the lock: absorb it
+                    }
                     return Wake::Due(now);
                 }
             }
             if self.guard.is_closed() {
+                if !self.may_leave() {
+                    continue;
+                }
                 return Wake::Closed;
             }
             idle_until = match (head, self.guard.keep_alive()) {
@@ -155,6 +181,9 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             let limit = earliest(caller_limit, idle_until);
             if let Some(limit) = limit {
                 if Instant::now() >= limit {
+                    if !self.may_leave() {
+                        continue;
+                    }
                     return Wake::TimedOut;
                 }
             }
@@ -179,6 +208,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
             if !self.guard.may_sleep() {
                 continue; // work arrived without the lock: absorb it
             }
+            self.looking = false;
             if let (true, Some(deadline)) = (lead, head) {
                 self.guard.leader().current = Some(me);
                 // Ask to be woken the OS's usual delay early, where the rest
@@ -194,6 +224,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 let timed_out =
                     clock.wait(&self.available.cv, &mut self.guard, Some(target), bound);
                 self.guard.woke();
+                self.looking = true;
                 if timed_out && clock.is_real() {
                     let now = clock.now();
                     let leader = self.guard.leader();
@@ -222,6 +253,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 let bound = earliest(limit, self.guard.recheck_by());
                 let timed_out = clock.wait(&self.available.cv, &mut self.guard, wakes_at, bound);
                 self.guard.woke();
+                self.looking = true;
                 let leader = self.guard.leader();
                 if leader.successor.is_some_and(|(id, _)| id == me) {
                     leader.successor = None;
@@ -251,6 +283,14 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                 }
             }
         }
+    }
+
+    /// The waiter is about to return: false if it must absorb and look
+    /// again first ([`Waitable::may_leave`]).
+    fn may_leave(&mut self) -> bool {
+        let leaves = self.guard.may_leave();
+        self.looking = !leaves;
+        leaves
     }
 
     /// A follower about to sleep: registers it as the successor and returns
@@ -345,6 +385,9 @@ impl<S: Waitable> DerefMut for Handoff<'_, S> {
 impl<S: Waitable> Drop for Handoff<'_, S> {
     fn drop(&mut self) {
         let state = &mut *self.guard;
+        if self.looking {
+            state.left(); // a panic unwound the wait
+        }
         // (The head is read only by a taker that left nobody leading: a
         // submitter's critical section does not touch the heap's top.)
         let untimed_work = self.taker

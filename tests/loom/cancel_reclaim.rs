@@ -88,3 +88,31 @@ fn cancel_races_the_take_of_a_due_task() {
         assert_eq!(pool.queue_len(), 0);
     });
 }
+
+/// A cancel racing a worker that leaves the wait to run a due task, while
+/// the other worker sleeps: whichever way it goes, the cancelled node is
+/// reclaimed while the due task still runs (its body waits for the node
+/// to go), and the cancel is counted once. A cancel that finds a worker
+/// looking wakes nobody; one that finds nobody looking wakes the sleeper.
+/// (The hand-shake itself, a looking worker that must take the list before
+/// it leaves, is modelled alone in `src/pool/removals.rs`, which fails if
+/// the check is dropped; here the leaving worker's hand-over also wakes
+/// the other, which would hide that bug.)
+#[test]
+fn cancel_races_a_worker_leaving_to_run() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let pool = workers_on(2, &clock);
+        let far = Arc::new(pool.schedule(|| (), FOREVER).unwrap());
+        let due = {
+            let far = far.clone();
+            pool.schedule(move || until_nodes(&far, 0), Duration::from_secs(1))
+                .unwrap()
+        };
+        clock.advance(Duration::from_secs(1));
+        assert!(far.cancel());
+        assert!(due.join().is_ok());
+        assert_eq!(pool.stats().cancelled, 1);
+        finish(&pool);
+    });
+}

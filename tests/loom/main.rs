@@ -78,8 +78,13 @@ fn manual_pool() -> ScheduledThreadPool {
 
 /// A one-worker pool on `clock`, which the model advances.
 fn pool_on(clock: &ManualClock) -> ScheduledThreadPool {
+    workers_on(1, clock)
+}
+
+/// A pool of `workers` on `clock`, which the model advances.
+fn workers_on(workers: usize, clock: &ManualClock) -> ScheduledThreadPool {
     ScheduledThreadPool::builder()
-        .core_threads(1)
+        .core_threads(workers)
         .clock(clock.clone())
         .build()
         .unwrap()

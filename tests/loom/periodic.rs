@@ -55,11 +55,7 @@ fn pause_resume_race_the_end_of_a_run() {
 fn periodic_requeue_as_new_head_keeps_someone_timing_it() {
     loom::model(|| {
         let clock = ManualClock::new();
-        let pool = ScheduledThreadPool::builder()
-            .core_threads(2)
-            .clock(clock.clone())
-            .build()
-            .unwrap();
+        let pool = workers_on(2, &clock);
         let far = pool.schedule(|| (), FOREVER).unwrap();
         let runs = Arc::new(AtomicUsize::new(0));
         let r = runs.clone();
