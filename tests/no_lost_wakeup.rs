@@ -11,7 +11,9 @@
 //!   completion latch; the worker notifies after releasing its lock).
 //!
 //! A condvar that never counted its sleepers (so never notified) hangs the
-//! first round.
+//! first round. The same count is kept under loom (`base::sync`), where
+//! every model that sleeps on a condvar checks the skip in all
+//! interleavings; this test checks the shipped std side on real threads.
 
 use std::sync::mpsc;
 use std::sync::Arc;

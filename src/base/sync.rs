@@ -274,6 +274,8 @@ mod imp {
     use std::ops::{Deref, DerefMut};
     use std::time::Instant;
 
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+
     /// loom's mutex behind parking_lot's API (no poisoning).
     #[derive(Debug, Default)]
     pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
@@ -318,16 +320,28 @@ mod imp {
         }
     }
 
+    /// loom's condvar with the std side's count of sleepers, so the models
+    /// check that a notify skipped because nobody sleeps never loses a
+    /// wake-up (the std side's documentation says why the count is exact).
     #[derive(Debug, Default)]
-    pub(crate) struct Condvar(loom::sync::Condvar);
+    pub(crate) struct Condvar {
+        cv: loom::sync::Condvar,
+        sleepers: AtomicUsize,
+    }
 
     impl Condvar {
         pub(crate) fn new() -> Self {
-            Condvar(loom::sync::Condvar::new())
+            Condvar {
+                cv: loom::sync::Condvar::new(),
+                sleepers: AtomicUsize::new(0),
+            }
         }
         pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
             let inner = guard.0.take().expect("guard present");
-            guard.0 = Some(self.0.wait(inner).unwrap_or_else(|e| e.into_inner()));
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            let inner = self.cv.wait(inner).unwrap_or_else(|e| e.into_inner());
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+            guard.0 = Some(inner);
         }
         /// loom cannot time out: this is an untimed wait that reports no timeout.
         pub(crate) fn wait_until<T>(
@@ -339,10 +353,14 @@ mod imp {
             false
         }
         pub(crate) fn notify_one(&self) {
-            self.0.notify_one();
+            if self.sleepers.load(Ordering::SeqCst) != 0 {
+                self.cv.notify_one();
+            }
         }
         pub(crate) fn notify_all(&self) {
-            self.0.notify_all();
+            if self.sleepers.load(Ordering::SeqCst) != 0 {
+                self.cv.notify_all();
+            }
         }
     }
 }
