@@ -25,7 +25,7 @@
 //!   reads the count (both sequentially consistent, with a fence between:
 //!   one of the two sees the other), so a cancel that finds a worker
 //!   looking needs to wake nobody: that worker takes the list before it
-//!   does anything else but run a task it had already found due.
+//!   sleeps or leaves the wait (even to run a task it found due).
 //! - *Reclaim bound.* A waiting worker that is about to sleep publishes
 //!   when it will next wake ([`Removals::sleeping_until`]) before it stops
 //!   looking. A cancel that finds the list was empty, nobody looking and
@@ -169,16 +169,11 @@ impl Removals {
         self.stops_looking()
     }
 
-    /// A looking worker is about to leave the wait loop (pool lock held):
-    /// false if a removal came in since the last take (it still looks;
-    /// take the list and look again instead).
-    pub(crate) fn leaving(&self) -> bool {
-        self.stops_looking()
-    }
-
-    /// Stops looking, then checks the list (Dekker with `push`): true if
-    /// it is empty; if not, looks again and returns false.
-    fn stops_looking(&self) -> bool {
+    /// A looking worker is about to sleep or leave the wait loop (pool
+    /// lock held): stops looking, then checks the list (Dekker with
+    /// `push`). True if it is empty; if not, it looks again and returns
+    /// false: take the list and look again instead.
+    pub(crate) fn stops_looking(&self) -> bool {
         self.looking.fetch_sub(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if self.len.load(Ordering::SeqCst) == 0 {
@@ -254,7 +249,7 @@ mod loom_models {
     #[test]
     fn a_leaving_worker_takes_what_a_cancel_left_it() {
         loom::model(|| {
-            let (taken, after) = race(Removals::leaving);
+            let (taken, after) = race(Removals::stops_looking);
             assert!(taken == 1 || after == After::Wake, "{taken} {after:?}");
         });
     }

@@ -131,7 +131,7 @@ impl Waitable for State {
         self.removals.looking();
     }
     fn may_leave(&mut self) -> bool {
-        self.removals.leaving()
+        self.removals.stops_looking()
     }
     fn left(&mut self) {
         self.removals.left();
