@@ -135,6 +135,38 @@ fn in_a_stream_of_cancels_each_node_goes_within_the_bound() {
 }
 
 #[test]
+fn after_a_burst_of_cancels_every_node_goes_within_the_bound() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = ScheduledThreadPool::new(2);
+    // Cancels a few microseconds apart, for longer than a wake-up takes,
+    // so that they keep landing while a worker takes the first ones: it
+    // then sleeps past the newer ones to take them in one batch
+    // (batching), and must still wake in time for them. Fewer than the
+    // bulk minimum, so no cancel wakes it for their number.
+    let mut worst = Duration::ZERO;
+    for round in 0..5 {
+        let hs = far_tasks(&pool, 2000);
+        for h in &hs {
+            assert!(h.cancel());
+            let next = Instant::now() + Duration::from_micros(3);
+            while Instant::now() < next {
+                std::hint::spin_loop();
+            }
+        }
+        let took = until(BOUND + SLACK, || pool_queue_nodes(&hs[0]) == 0).unwrap_or_else(|| {
+            panic!(
+                "round {round}: {} of 2000 nodes left after the bound",
+                pool_queue_nodes(&hs[0])
+            )
+        });
+        worst = worst.max(took);
+    }
+    eprintln!("slowest reclaim after a burst of 2000 cancels: {worst:?} (bound {BOUND:?})");
+    assert_eq!(pool.queue_len(), 0);
+    assert_eq!(pool.stats().cancelled, 10_000);
+}
+
+#[test]
 fn counts_drop_at_once_and_shutdown_now_never_returns_a_cancelled_task() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let pool = ScheduledThreadPool::new(1);

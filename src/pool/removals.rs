@@ -21,7 +21,8 @@
 //!   wait or woke, and has not yet slept or left) is *looking*
 //!   ([`Removals::looking`]): before it sleeps or leaves it stops looking
 //!   and then checks that the list is empty, and takes the list and looks
-//!   again if not ([`Removals::stops_looking`]). A cancel pushes, then
+//!   again if not ([`Removals::stops_looking`]; or, about to sleep, may
+//!   sleep past it for a short while: *Batching*, below). A cancel pushes, then
 //!   reads the count (both sequentially consistent, with a fence between:
 //!   one of the two sees the other), so a cancel that finds a worker
 //!   looking needs to wake nobody: that worker takes the list before it
@@ -36,6 +37,13 @@
 //!   and no later than [`RECLAIM_BOUND`] after its cancel while a worker
 //!   waits (a pool whose workers are all running long tasks reclaims when
 //!   one of them next takes the lock).
+//! - *Batching.* A waiter that took the list at time `t` (finding
+//!   removals there) may sleep past removals pushed since, if it wakes by
+//!   `t +` [`BATCH_WINDOW`] ([`Sleep::Batch`]); the window is shorter than
+//!   [`RECLAIM_BOUND`], so every one of them is still younger than the
+//!   bound when it wakes. While cancels keep coming, the waiter so takes
+//!   them a window's worth at a time, instead of taking each as it lands
+//!   and racing the cancels for the list's lock and counters.
 //! - *Bulk.* When the list grows past a share of the queue
 //!   ([`Removals::bulk_at`]), the cancel that crosses it wakes a waiter at
 //!   once: unreclaimed nodes never outnumber a quarter of the queue (plus
@@ -53,6 +61,10 @@ use crate::task::ptr::TaskPtr;
 /// The longest a cancelled task's node stays in the queue while a worker
 /// waits (see the invariants).
 pub(crate) const RECLAIM_BOUND: Duration = Duration::from_millis(10);
+
+/// How long after a take that found removals a waiter may sleep past
+/// newer ones, to take them in one batch (see the invariants).
+pub(crate) const BATCH_WINDOW: Duration = Duration::from_millis(1);
 
 /// [`RECLAIM_BOUND`] in nanoseconds.
 const BOUND_NANOS: Nanos = RECLAIM_BOUND.as_nanos() as Nanos;
@@ -72,6 +84,18 @@ pub(crate) enum After {
     Wake,
     /// Take the pool lock and reclaim at once (shutdown, `wait_idle`).
     Reclaim,
+}
+
+/// What a waiter about to sleep found ([`Removals::sleeping_until`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sleep {
+    /// The list is empty: sleep (until the time it published).
+    Empty,
+    /// Removals came in since the last take, which was recent: sleep, but
+    /// no longer than [`BATCH_WINDOW`] after that take, then take them all.
+    Batch,
+    /// Removals came in: take them and look again (it still looks).
+    Take,
 }
 
 /// See the module documentation.
@@ -160,27 +184,40 @@ impl Removals {
     }
 
     /// A looking waiter is about to sleep (pool lock held) and wakes by
-    /// `wake_at` (real clock; `u64::MAX`: untimed) at the latest. False if
-    /// a removal came in since the last take: it still looks; take the
-    /// list and look again instead.
-    pub(crate) fn sleeping_until(&self, wake_at: Nanos) -> bool {
+    /// `wake_at` (real clock; `u64::MAX`: untimed) at the latest. Stops
+    /// looking, then checks the list (Dekker with `push`); see [`Sleep`].
+    /// `batch`: the list was taken within [`RECLAIM_BOUND`], so what came
+    /// in since may wait for the window (see the invariants).
+    pub(crate) fn sleeping_until(&self, wake_at: Nanos, batch: bool) -> Sleep {
         // Before it stops looking: a cancel that sees it stopped sees this.
         self.wake_at.store(wake_at, Ordering::SeqCst);
-        self.stops_looking()
+        if self.stopped_and_empty() {
+            return Sleep::Empty;
+        }
+        if batch {
+            return Sleep::Batch;
+        }
+        self.looking.fetch_add(1, Ordering::SeqCst);
+        Sleep::Take
     }
 
-    /// A looking worker is about to sleep or leave the wait loop (pool
-    /// lock held): stops looking, then checks the list (Dekker with
-    /// `push`). True if it is empty; if not, it looks again and returns
-    /// false: take the list and look again instead.
+    /// A looking worker is about to leave the wait loop (pool lock held):
+    /// stops looking, then checks the list (Dekker with `push`). True if it
+    /// is empty; if not, it looks again and returns false: take the list
+    /// and look again instead.
     pub(crate) fn stops_looking(&self) -> bool {
-        self.looking.fetch_sub(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if self.len.load(Ordering::SeqCst) == 0 {
+        if self.stopped_and_empty() {
             return true;
         }
         self.looking.fetch_add(1, Ordering::SeqCst);
         false
+    }
+
+    /// Stops looking, then reads the list's length: true if it is empty.
+    fn stopped_and_empty(&self) -> bool {
+        self.looking.fetch_sub(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        self.len.load(Ordering::SeqCst) == 0
     }
 
     /// A looking worker left the wait loop without checking the list (a
@@ -213,7 +250,8 @@ impl Removals {
 mod loom_models {
     use std::sync::Arc;
 
-    use super::{After, Removals};
+    use super::{After, Removals, Sleep};
+    use crate::base::sync::Ordering;
     use crate::task::header::{Header, Kind};
     use crate::task::once::OnceTask;
     use crate::task::ptr::TaskPtr;
@@ -258,8 +296,45 @@ mod loom_models {
     #[test]
     fn a_sleeping_worker_takes_what_a_cancel_left_it() {
         loom::model(|| {
-            let (taken, after) = race(|r| r.sleeping_until(u64::MAX));
+            let (taken, after) = race(|r| r.sleeping_until(u64::MAX, false) == Sleep::Empty);
             assert!(taken == 1 || after == After::Wake, "{taken} {after:?}");
+        });
+    }
+
+    /// A worker allowed to batch sleeps past a removal only if it is still
+    /// in the list (its timed wake takes it), and stops looking either way
+    /// (a later cancel must not count on it).
+    #[test]
+    fn a_batching_worker_leaves_a_removal_only_in_the_list() {
+        loom::model(|| {
+            let removals = Arc::new(Removals::new());
+            removals.looking();
+            let worker = {
+                let removals = Arc::clone(&removals);
+                loom::thread::spawn(move || {
+                    let mut list = Vec::new();
+                    match removals.sleeping_until(u64::MAX, true) {
+                        Sleep::Take => unreachable!("a batching worker never looks again"),
+                        Sleep::Empty => (0, false),
+                        Sleep::Batch => {
+                            // What its timed wake does: take the list.
+                            removals.take(&mut list);
+                            (list.len(), true)
+                        }
+                    }
+                })
+            };
+            let after = removals.push(task(), || 0);
+            let (taken, batched) = worker.join().expect("worker");
+            assert!(
+                taken == 1 || after == After::Wake,
+                "{taken} {after:?} batched {batched}"
+            );
+            assert_eq!(
+                removals.looking.load(Ordering::SeqCst),
+                0,
+                "it stopped looking"
+            );
         });
     }
 }

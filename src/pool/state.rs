@@ -24,7 +24,7 @@ use crate::base::clock::{to_instant, Clock, Nanos};
 use crate::pool::config::Config;
 use crate::pool::inbox::{Inbox, Incoming};
 use crate::pool::ready_runs::{Ready, Runs};
-use crate::pool::removals::{Removals, RECLAIM_BOUND};
+use crate::pool::removals::{Removals, Sleep, BATCH_WINDOW, RECLAIM_BOUND};
 use crate::pool::run_state::RunState;
 use crate::queue::WorkQueue;
 use crate::task::ptr::TaskPtr;
@@ -75,6 +75,9 @@ pub(crate) struct State {
     /// The last take found removals: waiters sleep at most until then, as
     /// more may follow (see [`removals`](super::removals)).
     recheck_by: Option<Nanos>,
+    /// The waiter about to sleep passed removals younger than the batch
+    /// window: it sleeps at most until then (see [`removals`](super::removals)).
+    batch_until: Option<Nanos>,
     /// Deadlines are real time (they can be published to cancels).
     real_clock: bool,
 }
@@ -102,7 +105,7 @@ impl Waitable for State {
         State::absorb(self);
     }
     fn recheck_by(&self) -> Option<Instant> {
-        self.recheck_by.map(to_instant)
+        self.batch_until.or(self.recheck_by).map(to_instant)
     }
     fn may_sleep(&mut self) -> bool {
         // When some waiter looks at the removals next, at the latest: the
@@ -114,16 +117,27 @@ impl Waitable for State {
             false => u64::MAX,
         };
         let recheck = self.recheck_by.unwrap_or(u64::MAX);
-        if !self.removals.sleeping_until(head.min(recheck)) {
-            return false;
+        // A take that found removals within the bound: what came since may
+        // wait for its window (batching).
+        let batch = self.recheck_by.is_some();
+        self.batch_until = None;
+        match self.removals.sleeping_until(head.min(recheck), batch) {
+            Sleep::Empty => {}
+            Sleep::Batch => {
+                let taken_at = recheck.saturating_sub(RECLAIM_BOUND.as_nanos() as Nanos);
+                self.batch_until = Some(taken_at.saturating_add(BATCH_WINDOW.as_nanos() as Nanos));
+            }
+            Sleep::Take => return false,
         }
         if !self.inbox.sleep() {
             self.removals.looking(); // it looks again
+            self.batch_until = None;
             return false;
         }
         true
     }
     fn woke(&mut self) {
+        self.batch_until = None;
         self.removals.awake();
         self.inbox.woke();
     }
@@ -171,6 +185,7 @@ impl State {
             removed: Vec::new(),
             remove_on_cancel: config.remove_on_cancel,
             recheck_by: None,
+            batch_until: None,
             real_clock: clock.is_real(),
         }
     }
@@ -203,6 +218,12 @@ impl State {
     /// it held a reference until then, so these drops free only memory.
     #[inline(never)]
     fn absorb_removals(&mut self) {
+        // Read before the take: every removal pushed after it is younger
+        // than the bound at `recheck_by` (batching).
+        let taken_at = match cfg!(loom) {
+            true => 0,
+            false => Clock::Real.now(),
+        };
         self.removals.take(&mut self.removed);
         let mut removed = std::mem::take(&mut self.removed);
         let n = removed.len();
@@ -227,11 +248,8 @@ impl State {
         }
         self.removals.set_queued(self.queue.len());
         // More may follow: while they do, waiters sleep at most the bound.
-        self.recheck_by = (n > 0 && cfg!(not(loom))).then(|| {
-            Clock::Real
-                .now()
-                .saturating_add(RECLAIM_BOUND.as_nanos() as Nanos)
-        });
+        self.recheck_by = (n > 0 && cfg!(not(loom)))
+            .then(|| taken_at.saturating_add(RECLAIM_BOUND.as_nanos() as Nanos));
     }
 
     #[inline(never)]
