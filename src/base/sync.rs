@@ -5,8 +5,9 @@
 //! imported from here, so the loom models in `tests/loom/` and in
 //! [`crate::task::ptr`] check the very code that ships. (`Arc` is std's even under
 //! loom: see `docs/design.md`.) The API is parking_lot's
-//! (`lock()` returns the guard directly, waits take `&mut MutexGuard`); the
-//! loom side adapts loom's std-like API to it.
+//! (`lock()` returns the guard directly, waits take `&mut MutexGuard`),
+//! written once over std's or loom's std-like types: only the small `raw`
+//! module differs between the two builds.
 //!
 //! # Why std's lock and not parking_lot's
 //!
@@ -130,31 +131,82 @@ where
     }
 }
 
-/// std's futex mutex and condvar behind parking_lot's API, for every lock
-/// in the crate (see the module's documentation for why not parking_lot's).
+/// What differs between std and loom under [`Mutex`] and [`Condvar`], and
+/// nothing else: the raw types, how long a timed wait has left, and the
+/// timed wait itself (loom has no time).
 #[cfg(not(loom))]
+mod raw {
+    pub(super) use std::sync::atomic::{AtomicUsize, Ordering};
+    pub(super) use std::sync::{Condvar, Mutex, MutexGuard};
+    use std::time::{Duration, Instant};
+
+    /// How long a wait until `deadline` has left; `None` if none.
+    #[inline]
+    pub(super) fn left(deadline: Instant) -> Option<Duration> {
+        deadline
+            .checked_duration_since(Instant::now())
+            .filter(|left| !left.is_zero())
+    }
+
+    /// Waits on `cv` for at most `left`; true if time ran out.
+    pub(super) fn wait_timeout<'a, T>(
+        cv: &Condvar,
+        guard: MutexGuard<'a, T>,
+        left: Duration,
+    ) -> (MutexGuard<'a, T>, bool) {
+        let (guard, result) = cv
+            .wait_timeout(guard, left)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (guard, result.timed_out())
+    }
+}
+
+/// See the std side.
+#[cfg(loom)]
+mod raw {
+    pub(super) use loom::sync::atomic::{AtomicUsize, Ordering};
+    pub(super) use loom::sync::{Condvar, Mutex, MutexGuard};
+    use std::time::{Duration, Instant};
+
+    /// loom has no time: every timed wait has all of it left.
+    pub(super) fn left(_deadline: Instant) -> Option<Duration> {
+        Some(Duration::MAX)
+    }
+
+    /// loom cannot time out: an untimed wait that reports no timeout.
+    pub(super) fn wait_timeout<'a, T>(
+        cv: &Condvar,
+        guard: MutexGuard<'a, T>,
+        _left: Duration,
+    ) -> (MutexGuard<'a, T>, bool) {
+        (cv.wait(guard).unwrap_or_else(|e| e.into_inner()), false)
+    }
+}
+
+/// std's futex mutex and condvar (loom's under loom) behind parking_lot's
+/// API, for every lock in the crate (see the module's documentation for
+/// why not parking_lot's). One implementation for both: only [`raw`]
+/// differs, so the models check the code that ships.
 mod imp {
     use std::ops::{Deref, DerefMut};
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Instant;
 
-    /// std's mutex behind parking_lot's API: `lock()` returns the guard, and
+    use super::raw::{self, AtomicUsize, Ordering};
+
+    /// The mutex behind parking_lot's API: `lock()` returns the guard, and
     /// a panic while it was held does not poison it (as parking_lot).
     #[derive(Debug, Default)]
-    pub(crate) struct Mutex<T>(std::sync::Mutex<T>);
+    pub(crate) struct Mutex<T>(raw::Mutex<T>);
 
-    /// The guard; an `Option` so a wait can hand std's guard to the condvar
-    /// and [`unlocked`] can release and re-take it, with the mutex beside
-    /// it for the re-take. Present whenever a caller can reach it.
+    /// The guard; an `Option` so a wait can hand the inner guard to the
+    /// condvar and [`unlocked`] can release and re-take it, with the mutex
+    /// beside it for the re-take. Present whenever a caller can reach it.
     #[derive(Debug)]
-    pub(crate) struct MutexGuard<'a, T>(
-        Option<std::sync::MutexGuard<'a, T>>,
-        &'a std::sync::Mutex<T>,
-    );
+    pub(crate) struct MutexGuard<'a, T>(Option<raw::MutexGuard<'a, T>>, &'a raw::Mutex<T>);
 
     impl<T> Mutex<T> {
-        pub(crate) const fn new(value: T) -> Self {
-            Mutex(std::sync::Mutex::new(value))
+        pub(crate) fn new(value: T) -> Self {
+            Mutex(raw::Mutex::new(value))
         }
 
         /// Takes the lock: a compare-and-swap, else std's slow path (a
@@ -169,10 +221,8 @@ mod imp {
     /// Locks `mutex`, ignoring poison (the crate's state stays consistent
     /// across a panicking body: bodies never run under a lock).
     #[inline]
-    fn relock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        mutex
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn relock<T>(mutex: &raw::Mutex<T>) -> raw::MutexGuard<'_, T> {
+        mutex.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `f` with the lock released (parking_lot's `MutexGuard::unlocked`).
@@ -197,9 +247,11 @@ mod imp {
         }
     }
 
-    /// std's condvar, with the two waits the crate uses, and a count of its
+    /// The condvar, with the two waits the crate uses, and a count of its
     /// sleepers so that a notify with nobody asleep costs no system call
-    /// (std's `notify_one` always makes one; parking_lot's did not).
+    /// (std's `notify_one` always makes one; parking_lot's did not). Under
+    /// loom the models check that a notify so skipped never loses a
+    /// wake-up.
     ///
     /// The count is exact for the crate's use: a waiter counts itself while
     /// it holds the lock, and every notify follows a change made under
@@ -207,14 +259,14 @@ mod imp {
     /// before the waiter looked at it.
     #[derive(Debug, Default)]
     pub(crate) struct Condvar {
-        cv: std::sync::Condvar,
+        cv: raw::Condvar,
         sleepers: AtomicUsize,
     }
 
     impl Condvar {
-        pub(crate) const fn new() -> Self {
+        pub(crate) fn new() -> Self {
             Condvar {
-                cv: std::sync::Condvar::new(),
+                cv: raw::Condvar::new(),
                 sleepers: AtomicUsize::new(0),
             }
         }
@@ -222,35 +274,27 @@ mod imp {
         pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
             let inner = guard.0.take().expect("guard present");
             self.sleepers.fetch_add(1, Ordering::SeqCst);
-            let inner = self
-                .cv
-                .wait(inner)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let inner = self.cv.wait(inner).unwrap_or_else(|e| e.into_inner());
             self.sleepers.fetch_sub(1, Ordering::SeqCst);
             guard.0 = Some(inner);
         }
 
-        /// Waits until `deadline`; true if it returned because time ran out.
+        /// Waits until `deadline`; true if it returned because time ran out
+        /// (never under loom, whose timed waits are untimed).
         pub(crate) fn wait_until<T>(
             &self,
             guard: &mut MutexGuard<'_, T>,
             deadline: Instant,
         ) -> bool {
-            let Some(left) = deadline
-                .checked_duration_since(Instant::now())
-                .filter(|left| !left.is_zero())
-            else {
+            let Some(left) = raw::left(deadline) else {
                 return true;
             };
             let inner = guard.0.take().expect("guard present");
             self.sleepers.fetch_add(1, Ordering::SeqCst);
-            let (inner, result) = self
-                .cv
-                .wait_timeout(inner, left)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (inner, timed_out) = raw::wait_timeout(&self.cv, inner, left);
             self.sleepers.fetch_sub(1, Ordering::SeqCst);
             guard.0 = Some(inner);
-            result.timed_out()
+            timed_out
         }
 
         pub(crate) fn notify_one(&self) {
@@ -261,102 +305,6 @@ mod imp {
 
         /// Only for latches (a task's completion, the pool's termination),
         /// where every waiter must return; never for the work queue.
-        pub(crate) fn notify_all(&self) {
-            if self.sleepers.load(Ordering::SeqCst) != 0 {
-                self.cv.notify_all();
-            }
-        }
-    }
-}
-
-#[cfg(loom)]
-mod imp {
-    use std::ops::{Deref, DerefMut};
-    use std::time::Instant;
-
-    use loom::sync::atomic::{AtomicUsize, Ordering};
-
-    /// loom's mutex behind parking_lot's API (no poisoning).
-    #[derive(Debug, Default)]
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
-
-    /// The guard; an `Option` so a wait can hand the inner guard to loom,
-    /// and the mutex, so [`super::unlocked`] can release and re-take it.
-    #[derive(Debug)]
-    pub(crate) struct MutexGuard<'a, T>(
-        Option<loom::sync::MutexGuard<'a, T>>,
-        &'a loom::sync::Mutex<T>,
-    );
-
-    impl<T> Mutex<T> {
-        pub(crate) fn new(value: T) -> Self {
-            Mutex(loom::sync::Mutex::new(value))
-        }
-        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-            MutexGuard(
-                Some(self.0.lock().unwrap_or_else(|e| e.into_inner())),
-                &self.0,
-            )
-        }
-    }
-
-    /// Runs `f` with the lock released (parking_lot's `MutexGuard::unlocked`).
-    pub(crate) fn unlocked<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
-        drop(guard.0.take());
-        let result = f();
-        guard.0 = Some(guard.1.lock().unwrap_or_else(|e| e.into_inner()));
-        result
-    }
-
-    impl<T> Deref for MutexGuard<'_, T> {
-        type Target = T;
-        fn deref(&self) -> &T {
-            self.0.as_ref().expect("guard present")
-        }
-    }
-    impl<T> DerefMut for MutexGuard<'_, T> {
-        fn deref_mut(&mut self) -> &mut T {
-            self.0.as_mut().expect("guard present")
-        }
-    }
-
-    /// loom's condvar with the std side's count of sleepers, so the models
-    /// check that a notify skipped because nobody sleeps never loses a
-    /// wake-up (the std side's documentation says why the count is exact).
-    #[derive(Debug, Default)]
-    pub(crate) struct Condvar {
-        cv: loom::sync::Condvar,
-        sleepers: AtomicUsize,
-    }
-
-    impl Condvar {
-        pub(crate) fn new() -> Self {
-            Condvar {
-                cv: loom::sync::Condvar::new(),
-                sleepers: AtomicUsize::new(0),
-            }
-        }
-        pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
-            let inner = guard.0.take().expect("guard present");
-            self.sleepers.fetch_add(1, Ordering::SeqCst);
-            let inner = self.cv.wait(inner).unwrap_or_else(|e| e.into_inner());
-            self.sleepers.fetch_sub(1, Ordering::SeqCst);
-            guard.0 = Some(inner);
-        }
-        /// loom cannot time out: this is an untimed wait that reports no timeout.
-        pub(crate) fn wait_until<T>(
-            &self,
-            guard: &mut MutexGuard<'_, T>,
-            _deadline: Instant,
-        ) -> bool {
-            self.wait(guard);
-            false
-        }
-        pub(crate) fn notify_one(&self) {
-            if self.sleepers.load(Ordering::SeqCst) != 0 {
-                self.cv.notify_one();
-            }
-        }
         pub(crate) fn notify_all(&self) {
             if self.sleepers.load(Ordering::SeqCst) != 0 {
                 self.cv.notify_all();
