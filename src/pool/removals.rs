@@ -26,7 +26,12 @@
 //!   reads the count (both sequentially consistent, with a fence between:
 //!   one of the two sees the other), so a cancel that finds a worker
 //!   looking needs to wake nobody: that worker takes the list before it
-//!   sleeps or leaves the wait (even to run a task it found due).
+//!   leaves the wait (even to run a task it found due), and before it
+//!   sleeps or within [`BATCH_WINDOW`] of sleeping.
+//! - *Published wake time.* Only a waiter that goes to sleep leaves its
+//!   wake time published: one that published it and then looks again
+//!   instead withdraws it ([`Removals::looks_again`]), since it may leave
+//!   to run a task rather than wake by then.
 //! - *Reclaim bound.* A waiting worker that is about to sleep publishes
 //!   when it will next wake ([`Removals::sleeping_until`]) before it stops
 //!   looking. A cancel that finds the list was empty, nobody looking and
@@ -65,6 +70,9 @@ pub(crate) const RECLAIM_BOUND: Duration = Duration::from_millis(10);
 /// How long after a take that found removals a waiter may sleep past
 /// newer ones, to take them in one batch (see the invariants).
 pub(crate) const BATCH_WINDOW: Duration = Duration::from_millis(1);
+
+// A batching waiter must wake inside the bound.
+const _: () = assert!(BATCH_WINDOW.as_nanos() < RECLAIM_BOUND.as_nanos());
 
 /// [`RECLAIM_BOUND`] in nanoseconds.
 const BOUND_NANOS: Nanos = RECLAIM_BOUND.as_nanos() as Nanos;
@@ -197,8 +205,19 @@ impl Removals {
         if batch {
             return Sleep::Batch;
         }
-        self.looking.fetch_add(1, Ordering::SeqCst);
+        self.looks_again();
         Sleep::Take
+    }
+
+    /// A waiter that [`sleeping_until`](Self::sleeping_until) let sleep
+    /// does not sleep after all (pool lock held): it looks again, and the
+    /// wake time it published goes, since it may now leave to run a task
+    /// instead of waking by then. (`u64::MAX`: the next cancel onto an
+    /// empty list with nobody looking wakes a waiter, which is always
+    /// safe.)
+    pub(crate) fn looks_again(&self) {
+        self.wake_at.store(u64::MAX, Ordering::SeqCst);
+        self.looking.fetch_add(1, Ordering::SeqCst);
     }
 
     /// A looking worker is about to leave the wait loop (pool lock held):
@@ -239,6 +258,59 @@ impl Removals {
         self.urgent.store(urgent, Ordering::SeqCst);
         // Then the caller takes the list (see `push`).
         fence(Ordering::SeqCst);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{After, Removals, Sleep};
+    use crate::task::header::{Header, Kind};
+    use crate::task::once::OnceTask;
+    use crate::task::ptr::TaskPtr;
+
+    fn task() -> TaskPtr {
+        TaskPtr::new(OnceTask::new(Header::new(0, 0, Kind::Once), || ()))
+    }
+
+    /// A waiter that published a wake time, then looked again instead of
+    /// sleeping and left to run a task, must not leave that time behind:
+    /// a cancel would count on a wake-up that never comes.
+    #[test]
+    fn a_waiter_that_does_not_sleep_withdraws_its_wake_time() {
+        let removals = Removals::new();
+        let mut list = Vec::new();
+        removals.looking();
+        // A cancel lands while the waiter looks: it wakes nobody.
+        assert_eq!(removals.push(task(), || 0), After::Nothing);
+        // About to sleep until 5 ms: the list is not empty, so it takes it.
+        assert_eq!(removals.sleeping_until(5_000_000, false), Sleep::Take);
+        removals.take(&mut list);
+        // It finds a task due and leaves the wait to run it.
+        assert!(removals.stops_looking());
+        // Nobody waits by 5 ms now: the next cancel must wake a waiter.
+        assert_eq!(removals.push(task(), || 0), After::Wake);
+    }
+
+    /// The same when it published its time, then found a submission in
+    /// the inbox and looked again.
+    #[test]
+    fn a_waiter_that_looks_again_withdraws_its_wake_time() {
+        let removals = Removals::new();
+        removals.looking();
+        assert_eq!(removals.sleeping_until(5_000_000, false), Sleep::Empty);
+        removals.looks_again();
+        assert!(removals.stops_looking());
+        assert_eq!(removals.push(task(), || 0), After::Wake);
+    }
+
+    /// A waiter that sleeps keeps its time published: a cancel within the
+    /// bound of it wakes nobody.
+    #[test]
+    fn a_sleeping_waiter_keeps_its_wake_time() {
+        let removals = Removals::new();
+        removals.looking();
+        assert_eq!(removals.sleeping_until(5_000_000, false), Sleep::Empty);
+        assert_eq!(removals.push(task(), || 0), After::Nothing);
     }
 }
 

@@ -130,7 +130,7 @@ impl Waitable for State {
             Sleep::Take => return false,
         }
         if !self.inbox.sleep() {
-            self.removals.looking(); // it looks again
+            self.removals.looks_again();
             self.batch_until = None;
             return false;
         }
