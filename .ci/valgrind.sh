@@ -14,7 +14,7 @@
 set -euo pipefail
 
 # The unit tests, as libtest filters (substrings of the test paths).
-UNIT_FILTERS="task::ptr::tests:: task::once::tests:: heap::tests::prefetch_"
+UNIT_FILTERS="task::ptr::tests:: task::once::tests:: heap::tests::prefetch_ wait::slice::"
 # Integration tests that run the unsafe code hard (STRESS_TESTS="" runs
 # none), and their scale.
 STRESS_TESTS="${STRESS_TESTS-ledger cancel handover_stress}"

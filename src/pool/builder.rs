@@ -11,6 +11,7 @@ use crate::pool::executor::ScheduledThreadPool;
 use crate::pool::hooks::{Hooks, RunInfo, TaskFailure};
 use crate::pool::shared::Shared;
 use crate::pool::worker;
+use crate::wait::slice::{MAX_SLICE, MIN_SLICE};
 
 /// How long an idle worker spins by default (see [`Builder::idle_spin`]).
 const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(20);
@@ -22,6 +23,9 @@ const DEFAULT_TIMER_SLACK: Duration = Duration::from_micros(1);
 /// The largest timer slack [`Builder::timer_slack`] accepts: 200 times
 /// Linux's default, and a tenth of the default starvation threshold.
 const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
+
+/// The workers' default scheduling slice (see [`Builder::sched_slice`]).
+const DEFAULT_SCHED_SLICE: Duration = MIN_SLICE;
 
 /// The most worker threads a pool may be configured with.
 pub(super) const MAX_THREADS: usize = 32_768;
@@ -52,6 +56,7 @@ pub struct Builder {
     clock: Clock,
     starvation_threshold: Duration,
     timer_slack: Option<Duration>,
+    sched_slice: Option<Duration>,
     idle_spin: Duration,
     hooks: Hooks,
     #[cfg(feature = "metrics")]
@@ -69,6 +74,7 @@ impl Default for Builder {
             clock: Clock::Real,
             starvation_threshold: Duration::from_millis(100),
             timer_slack: Some(DEFAULT_TIMER_SLACK),
+            sched_slice: Some(DEFAULT_SCHED_SLICE),
             idle_spin: DEFAULT_IDLE_SPIN,
             hooks: Hooks::default(),
             #[cfg(feature = "metrics")]
@@ -396,6 +402,47 @@ impl Builder {
         self
     }
 
+    /// The scheduling slice a worker asks the OS for while its pool is in
+    /// a loaded spell (Linux 6.12 and later: EEVDF's custom slice,
+    /// `sched_setattr`'s `sched_runtime`); 0.1 ms by default, the shortest
+    /// Linux accepts. A spell starts when a worker's timer fires more than
+    /// 1 ms late while more threads are runnable than there are CPUs, and
+    /// ends 10 s after the last such timer (see
+    /// [`timer_slack`](Self::timer_slack)); outside one, workers keep the
+    /// OS's slice.
+    ///
+    /// The slice decides whether a worker whose timer fires takes a CPU
+    /// from a busy thread at once: a woken thread preempts the running one
+    /// only if its slice ends first. With the OS's slice (about 1.5 ms on 2
+    /// CPUs) a task's lateness on a host whose CPUs were all busy had a
+    /// 99th percentile over 200 µs in 11 of 20 measured runs, most of
+    /// those 1–3 ms; with 0.1 ms in a spell, in 1 of 20
+    /// (`docs/performance-log.md`, "W4L with a short EEVDF slice"). It
+    /// does not change the workers' share of CPU; while it is on, the OS
+    /// switches between competing threads more often, a long-running task
+    /// body's included. `None` never changes the workers' slice. Values
+    /// are clamped to 0.1–100 ms, the range Linux accepts. Best effort: on
+    /// other systems, older kernels (which ignore it), a manual clock, and
+    /// real-time or idle threads it has no effect.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedpool::ScheduledThreadPool;
+    ///
+    /// // Long CPU-bound jobs on a shared host: keep the OS's slice.
+    /// let batch = ScheduledThreadPool::builder().sched_slice(None).build()?;
+    /// // A middle ground.
+    /// let one_ms = ScheduledThreadPool::builder().sched_slice(Some(Duration::from_millis(1))).build()?;
+    /// # drop((batch, one_ms));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sched_slice(mut self, slice: Option<Duration>) -> Self {
+        self.sched_slice = slice.map(|slice| slice.clamp(MIN_SLICE, MAX_SLICE));
+        self
+    }
+
     /// How long a worker that finds the queue empty spins, watching for a
     /// submission, before it sleeps. One worker at a time spins; a task
     /// submitted meanwhile reaches it without a system call on either side,
@@ -487,6 +534,7 @@ impl Builder {
             keep_alive: Duration::from_millis(10),
             starvation_threshold: self.starvation_threshold,
             timer_slack: self.timer_slack,
+            sched_slice: self.sched_slice,
             idle_spin: self.idle_spin,
             hooks: self.hooks,
         };

@@ -19,6 +19,9 @@ pub(crate) struct Config {
     pub(crate) starvation_threshold: Duration,
     /// The workers' timer slack (Linux), or `None` to keep the OS default.
     pub(crate) timer_slack: Option<Duration>,
+    /// The workers' scheduling slice (Linux 6.12+), or `None` to keep the
+    /// OS default.
+    pub(crate) sched_slice: Option<Duration>,
     /// How long a worker that finds the queue empty spins before it sleeps.
     pub(crate) idle_spin: Duration,
     pub(crate) hooks: Hooks,

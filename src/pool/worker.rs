@@ -38,6 +38,7 @@ use crate::pool::shared::{Shared, State};
 use crate::task::header::Kind;
 use crate::task::ptr::TaskPtr;
 use crate::wait::slack::{set_timer_slack, Slack};
+use crate::wait::slice::{set_sched_slice, Slice};
 use crate::wait::Wake;
 
 /// What a run left to fold into the pool state at the next lock.
@@ -96,6 +97,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
     if let Some(base) = shared.config.timer_slack {
         set_timer_slack(base);
     }
+    let mut slice = Slice::new(shared.config.sched_slice);
     let mut guard = ExitGuard {
         shared: &shared,
         busy: false,
@@ -106,6 +108,10 @@ pub(crate) fn run(shared: Arc<Shared>) {
     loop {
         if let Some(change) = slack.change.take() {
             set_timer_slack(change);
+        }
+        if let Some(change) = slice.change.take() {
+            // Best effort, logged there; the worker runs either way.
+            let _ = set_sched_slice(change);
         }
         // Not before a periodic task's requeue: its catch-up runs may sort
         // before the batch (the requeue then moves the batch back).
@@ -155,6 +161,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
             }
         };
         slack.follow(&state.leader, &shared.clock, now);
+        slice.follow(&state.leader, &shared.clock, now);
         let Some(entry) = state.queue.pop_due(now) else {
             // The ready batch looked non-empty, but another worker took
             // its last task meanwhile: look again.

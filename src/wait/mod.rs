@@ -16,6 +16,8 @@
 //! 5. [`handoff`]: the protocol itself: [`Waitable`], [`Handoff::wait_due`]
 //!    and the hand-over on every exit.
 //! 6. [`slack`]: the pool workers' timer slack, which follows loaded spells.
+//! 7. [`slice`](mod@slice): the pool workers' scheduling slice, short so that a worker
+//!    whose timer fires takes a CPU from a busy thread at once.
 //!
 //! # The protocol
 //!
@@ -81,6 +83,7 @@ pub(crate) mod leader;
 pub(crate) mod load;
 pub(crate) mod signal;
 pub(crate) mod slack;
+pub(crate) mod slice;
 pub(crate) mod spin;
 
 pub(crate) use handoff::{Handoff, Waitable, Wake};
