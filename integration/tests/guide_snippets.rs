@@ -384,7 +384,7 @@ mod snippet_21 {
     }
 }
 
-// Snippet 22: docs/guide.md, line 740.
+// Snippet 22: docs/guide.md, line 750.
 #[rustfmt::skip]
 mod snippet_22 {
     use schedpool::*;
@@ -404,7 +404,7 @@ mod snippet_22 {
     }
 }
 
-// Snippet 23: docs/guide.md, line 777.
+// Snippet 23: docs/guide.md, line 787.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_23 {
@@ -430,7 +430,7 @@ mod snippet_23 {
     }
 }
 
-// Snippet 24: docs/guide.md, line 834.
+// Snippet 24: docs/guide.md, line 844.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_24 {
@@ -454,7 +454,7 @@ mod snippet_24 {
     }
 }
 
-// Snippet 25: docs/guide.md, line 860.
+// Snippet 25: docs/guide.md, line 870.
 #[cfg(all(feature = "tokio"))]
 #[rustfmt::skip]
 mod snippet_25 {
@@ -476,7 +476,7 @@ mod snippet_25 {
     }
 }
 
-// Snippet 26: docs/guide.md, line 886.
+// Snippet 26: docs/guide.md, line 896.
 #[rustfmt::skip]
 mod snippet_26 {
     use schedpool::*;
@@ -488,7 +488,7 @@ mod snippet_26 {
     }
 }
 
-// Snippet 27: docs/guide.md, line 908.
+// Snippet 27: docs/guide.md, line 918.
 #[rustfmt::skip]
 mod snippet_27 {
     use schedpool::*;
@@ -509,7 +509,7 @@ mod snippet_27 {
     }
 }
 
-// Snippet 28: docs/guide.md, line 952.
+// Snippet 28: docs/guide.md, line 962.
 #[rustfmt::skip]
 mod snippet_28 {
     use schedpool::*;
@@ -529,7 +529,7 @@ mod snippet_28 {
     }
 }
 
-// Snippet 29: docs/guide.md, line 967.
+// Snippet 29: docs/guide.md, line 977.
 #[rustfmt::skip]
 mod snippet_29 {
     use schedpool::*;
@@ -542,7 +542,7 @@ mod snippet_29 {
     }
 }
 
-// Snippet 30: docs/guide.md, line 1025.
+// Snippet 30: docs/guide.md, line 1035.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_30 {
@@ -565,7 +565,7 @@ mod snippet_30 {
     }
 }
 
-// Snippet 31: docs/guide.md, line 1091.
+// Snippet 31: docs/guide.md, line 1101.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_31 {
@@ -585,7 +585,7 @@ mod snippet_31 {
     }
 }
 
-// Snippet 32: docs/guide.md, line 1106.
+// Snippet 32: docs/guide.md, line 1116.
 #[cfg(all(feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_32 {
@@ -610,7 +610,7 @@ mod snippet_32 {
     }
 }
 
-// Snippet 33: docs/guide.md, line 1141.
+// Snippet 33: docs/guide.md, line 1151.
 #[cfg(all(feature = "redis", feature = "calendar"))]
 #[rustfmt::skip]
 mod snippet_33 {
@@ -643,7 +643,7 @@ mod snippet_33 {
     }
 }
 
-// Snippet 34: docs/guide.md, line 1218.
+// Snippet 34: docs/guide.md, line 1228.
 #[rustfmt::skip]
 mod snippet_34 {
     use schedpool::*;
