@@ -72,9 +72,11 @@ pub(crate) struct State {
     /// Whether a cancelled task's node leaves the queue (the builder's
     /// `remove_on_cancel`).
     remove_on_cancel: bool,
-    /// The last take found removals: waiters sleep at most until then, as
-    /// more may follow (see [`removals`](super::removals)).
-    recheck_by: Option<Nanos>,
+    /// When the last take that found removals began (real clock): more may
+    /// follow, so waiters sleep at most [`RECLAIM_BOUND`] past it, and past
+    /// newer removals at most [`BATCH_WINDOW`] past it (see
+    /// [`removals`](super::removals)).
+    taken_at: Option<Nanos>,
     /// The waiter about to sleep passed removals younger than the batch
     /// window: it sleeps at most until then (see [`removals`](super::removals)).
     batch_until: Option<Nanos>,
@@ -105,7 +107,7 @@ impl Waitable for State {
         State::absorb(self);
     }
     fn recheck_by(&self) -> Option<Instant> {
-        self.batch_until.or(self.recheck_by).map(to_instant)
+        self.batch_until.or(self.recheck()).map(to_instant)
     }
     fn may_sleep(&mut self) -> bool {
         // When some waiter looks at the removals next, at the latest: the
@@ -116,16 +118,19 @@ impl Waitable for State {
             true => self.queue.peek_deadline().unwrap_or(u64::MAX),
             false => u64::MAX,
         };
-        let recheck = self.recheck_by.unwrap_or(u64::MAX);
+        let recheck = self.recheck().unwrap_or(u64::MAX);
         // A take that found removals within the bound: what came since may
         // wait for its window (batching).
-        let batch = self.recheck_by.is_some();
         self.batch_until = None;
-        match self.removals.sleeping_until(head.min(recheck), batch) {
+        match self
+            .removals
+            .sleeping_until(head.min(recheck), self.taken_at.is_some())
+        {
             Sleep::Empty => {}
             Sleep::Batch => {
-                let taken_at = recheck.saturating_sub(RECLAIM_BOUND.as_nanos() as Nanos);
-                self.batch_until = Some(taken_at.saturating_add(BATCH_WINDOW.as_nanos() as Nanos));
+                self.batch_until = self
+                    .taken_at
+                    .map(|t| t.saturating_add(BATCH_WINDOW.as_nanos() as Nanos));
             }
             Sleep::Take => return false,
         }
@@ -184,10 +189,17 @@ impl State {
             removals,
             removed: Vec::new(),
             remove_on_cancel: config.remove_on_cancel,
-            recheck_by: None,
+            taken_at: None,
             batch_until: None,
             real_clock: clock.is_real(),
         }
+    }
+
+    /// When a waiter must look at the removals again at the latest, after
+    /// a take that found some ([`RECLAIM_BOUND`] past it).
+    fn recheck(&self) -> Option<Nanos> {
+        self.taken_at
+            .map(|t| t.saturating_add(RECLAIM_BOUND.as_nanos() as Nanos))
     }
 
     /// Counts `n` tasks cancelled, by a handle or by the pool
@@ -206,8 +218,8 @@ impl State {
         // After the tray: a task's cancel comes after its submission.
         if !self.removals.looks_empty() {
             self.absorb_removals();
-        } else if self.recheck_by.is_some() {
-            self.recheck_by = None;
+        } else if self.taken_at.is_some() {
+            self.taken_at = None;
         }
     }
 
@@ -219,7 +231,7 @@ impl State {
     #[inline(never)]
     fn absorb_removals(&mut self) {
         // Read before the take: every removal pushed after it is younger
-        // than the bound at `recheck_by` (batching).
+        // than its time (batching). loom has no time.
         let taken_at = match cfg!(loom) {
             true => 0,
             false => Clock::Real.now(),
@@ -248,8 +260,7 @@ impl State {
         }
         self.removals.set_queued(self.queue.len());
         // More may follow: while they do, waiters sleep at most the bound.
-        self.recheck_by = (n > 0 && cfg!(not(loom)))
-            .then(|| taken_at.saturating_add(RECLAIM_BOUND.as_nanos() as Nanos));
+        self.taken_at = (n > 0 && cfg!(not(loom))).then_some(taken_at);
     }
 
     #[inline(never)]

@@ -37,7 +37,7 @@ use crate::pool::run_state::RunState;
 use crate::pool::shared::{Shared, State};
 use crate::task::header::Kind;
 use crate::task::ptr::TaskPtr;
-use crate::wait::slack::{set_timer_slack, Slack};
+use crate::wait::slack::{loaded_spell, set_timer_slack, Slack};
 use crate::wait::slice::{set_sched_slice, Slice};
 use crate::wait::Wake;
 
@@ -160,8 +160,9 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 return;
             }
         };
-        slack.follow(&state.leader, &shared.clock, now);
-        slice.follow(&state.leader, &shared.clock, now);
+        let loaded = loaded_spell(&state.leader, &shared.clock, now);
+        slack.follow(loaded);
+        slice.follow(loaded);
         let Some(entry) = state.queue.pop_due(now) else {
             // The ready batch looked non-empty, but another worker took
             // its last task meanwhile: look again.

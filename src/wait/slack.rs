@@ -42,18 +42,25 @@ impl Slack {
         }
     }
 
-    /// Under the lock of the state holding `leader`, with the real clock's
-    /// reading `now` that found a task due: notes a change of spell.
-    pub(crate) fn follow(&mut self, leader: &Leader, clock: &Clock, now: Nanos) {
-        if self.configured.is_none() || !clock.is_real() {
-            return; // the OS's default always; or no timers to batch
+    /// A worker found a task due while a loaded spell was on or not
+    /// ([`loaded_spell`]): notes a change of spell.
+    pub(crate) fn follow(&mut self, loaded: bool) {
+        if self.configured.is_none() {
+            return; // the OS's default always
         }
-        let loaded = leader.load.loaded_at(now);
         if loaded != self.loaded {
             self.loaded = loaded;
             self.change = slack_for(self.configured, loaded);
         }
     }
+}
+
+/// Whether the pool is in a loaded spell, as of the real clock's reading
+/// `now` that found a task due, under the lock of the state holding
+/// `leader`: what [`Slack`] and [`Slice`](super::slice::Slice) follow,
+/// read once per task. Never on a manual clock (no timers to be late).
+pub(crate) fn loaded_spell(leader: &Leader, clock: &Clock, now: Nanos) -> bool {
+    clock.is_real() && leader.load.loaded_at(now)
 }
 
 /// The slack a worker sets: the configured one (`None`: the OS's default,

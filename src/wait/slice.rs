@@ -29,9 +29,6 @@
 
 use std::time::Duration;
 
-use crate::base::clock::{Clock, Nanos};
-use crate::wait::leader::Leader;
-
 /// The shortest slice the kernel accepts (it clamps to 0.1–100 ms).
 pub(crate) const MIN_SLICE: Duration = Duration::from_micros(100);
 /// The longest slice the kernel accepts.
@@ -60,16 +57,13 @@ impl Slice {
         }
     }
 
-    /// Under the lock of the state holding `leader`, with the real clock's
-    /// reading `now` that found a task due: notes a change of spell.
-    pub(crate) fn follow(&mut self, leader: &Leader, clock: &Clock, now: Nanos) {
+    /// A worker found a task due while a loaded spell was on or not
+    /// ([`loaded_spell`](super::slack::loaded_spell)): notes a change of
+    /// spell.
+    pub(crate) fn follow(&mut self, loaded: bool) {
         let Some(configured) = self.configured else {
             return;
         };
-        if !clock.is_real() {
-            return; // no timers to be late
-        }
-        let loaded = leader.load.loaded_at(now);
         if loaded != self.short {
             self.short = loaded;
             self.change = Some(loaded.then_some(configured));
@@ -168,10 +162,20 @@ mod linux {
     mod tests {
         /// The calling thread's slice, in nanoseconds, as the kernel
         /// reports it (`se.slice`; `None` before EEVDF).
-        pub(crate) fn slice_of_this_thread() -> Option<u64> {
+        fn slice_of_this_thread() -> Option<u64> {
             let sched = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
             let line = sched.lines().find(|l| l.starts_with("se.slice"))?;
             line.split(':').nth(1)?.trim().parse().ok()
+        }
+
+        /// True if the running kernel honours a fair thread's custom
+        /// slice (Linux 6.12 and later), as far as its release string says.
+        fn custom_slices() -> bool {
+            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+            let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+            let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            (major, minor) >= (6, 12)
         }
 
         /// Runs the unsafe blocks (valgrind checks their buffers:
@@ -185,7 +189,7 @@ mod linux {
                 let after = slice_of_this_thread();
                 super::set_runtime(0).expect("sched_setattr");
                 let restored = slice_of_this_thread();
-                if before.is_some() && super::super::custom_slices() {
+                if before.is_some() && custom_slices() {
                     assert_eq!(after, Some(200_000), "before: {before:?}");
                     assert_eq!(restored, before, "0 is the OS's default again");
                 }
@@ -194,15 +198,4 @@ mod linux {
             .expect("the test thread");
         }
     }
-}
-
-/// True if the running kernel honours a fair thread's custom slice
-/// (Linux 6.12 and later), as far as its release string says.
-#[cfg(all(test, target_os = "linux", not(loom), not(miri)))]
-fn custom_slices() -> bool {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
-    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    (major, minor) >= (6, 12)
 }
