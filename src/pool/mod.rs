@@ -5,8 +5,11 @@
 //! Layers inside, each using only those before it: `config`, `hooks`,
 //! `stats`, `termination` and `metrics` (plain types; `metrics`, the
 //! metric handles, only with the feature of that name); `ready_runs` (the
-//! run accounting of the queue's ready batch); `inbox` (submissions that
-//! skip the lock); `state` (everything the pool lock
+//! run accounting of the queue's ready batch); `inbox` (due submissions
+//! that skip the lock), `submissions` (delayed submissions that skip it
+//! while a worker is bound to look) and `removals` (cancels' queue nodes,
+//! left for the workers; over `submissions`, whose hand-shake it shares);
+//! `state` (everything the pool lock
 //! protects); `shared` (the core: submission, requeue, cancel, shutdown,
 //! termination); `control` (pause, resume, trigger, reschedule), `report`
 //! (run reports and the snapshot) and `sampler` (the metrics sampler
@@ -43,5 +46,6 @@ mod sampler;
 pub(crate) mod shared;
 mod state;
 pub(crate) mod stats;
+mod submissions;
 mod termination;
 mod worker;

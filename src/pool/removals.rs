@@ -59,8 +59,11 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use crate::base::clock::Nanos;
 use crate::base::sync::{fence, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::pool::submissions::Submissions;
 use crate::task::ptr::TaskPtr;
 
 /// The longest a cancelled task's node stays in the queue while a worker
@@ -120,11 +123,15 @@ pub(crate) struct Removals {
     bulk_at: AtomicUsize,
     /// Cancels reclaim under the pool lock themselves.
     urgent: AtomicBool,
+    /// The submission list, which the same hand-shake covers: a waiter
+    /// stops looking only when both lists are empty.
+    submissions: Arc<Submissions>,
 }
 
 impl Removals {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(submissions: Arc<Submissions>) -> Self {
         Removals {
+            submissions,
             list: Mutex::new(Vec::new()),
             len: AtomicUsize::new(0),
             wake_at: AtomicU64::new(u64::MAX),
@@ -163,6 +170,18 @@ impl Removals {
         After::Nothing
     }
 
+    /// After a submission pushed onto the submission list (and its fence):
+    /// true if a worker is bound to take the pool lock by `deadline` anyway,
+    /// so nobody need be woken. One is if a worker looks (it absorbs before
+    /// it sleeps or leaves), or, for a `deadline` on the real clock's scale
+    /// (`None` otherwise), if a sleeping waiter published a wake time no
+    /// later than it (Dekker with [`sleeping_until`](Self::sleeping_until)).
+    #[inline]
+    pub(crate) fn covers(&self, deadline: Option<Nanos>) -> bool {
+        self.looking.load(Ordering::SeqCst) > 0
+            || deadline.is_some_and(|d| self.wake_at.load(Ordering::SeqCst) <= d)
+    }
+
     /// True if the list is empty, as of a sequentially consistent read: a
     /// holder of the pool lock that set [`urgent`](Self::set_urgent) (or
     /// published a wake time) before this read sees every push a cancel
@@ -199,11 +218,12 @@ impl Removals {
     pub(crate) fn sleeping_until(&self, wake_at: Nanos, batch: bool) -> Sleep {
         // Before it stops looking: a cancel that sees it stopped sees this.
         self.wake_at.store(wake_at, Ordering::SeqCst);
-        if self.stopped_and_empty() {
-            return Sleep::Empty;
-        }
-        if batch {
-            return Sleep::Batch;
+        match self.stop_looking() {
+            (true, true) => return Sleep::Empty,
+            // Only removals: they may wait for the window. (A submission
+            // may be due before the window ends.)
+            (false, true) if batch => return Sleep::Batch,
+            _ => {}
         }
         self.looks_again();
         Sleep::Take
@@ -225,18 +245,22 @@ impl Removals {
     /// is empty; if not, it looks again and returns false: take the list
     /// and look again instead.
     pub(crate) fn stops_looking(&self) -> bool {
-        if self.stopped_and_empty() {
+        if self.stop_looking() == (true, true) {
             return true;
         }
         self.looking.fetch_add(1, Ordering::SeqCst);
         false
     }
 
-    /// Stops looking, then reads the list's length: true if it is empty.
-    fn stopped_and_empty(&self) -> bool {
+    /// Stops looking, then reads both lists' lengths: whether this list,
+    /// and whether the submission list, is empty.
+    fn stop_looking(&self) -> (bool, bool) {
         self.looking.fetch_sub(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        self.len.load(Ordering::SeqCst) == 0
+        (
+            self.len.load(Ordering::SeqCst) == 0,
+            self.submissions.looks_empty(),
+        )
     }
 
     /// A looking worker left the wait loop without checking the list (a
@@ -263,7 +287,10 @@ impl Removals {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use std::sync::Arc;
+
     use super::{After, Removals, Sleep};
+    use crate::pool::submissions::Submissions;
     use crate::task::header::{Header, Kind};
     use crate::task::once::OnceTask;
     use crate::task::ptr::TaskPtr;
@@ -277,7 +304,7 @@ mod tests {
     /// a cancel would count on a wake-up that never comes.
     #[test]
     fn a_waiter_that_does_not_sleep_withdraws_its_wake_time() {
-        let removals = Removals::new();
+        let removals = Removals::new(Arc::new(Submissions::new()));
         let mut list = Vec::new();
         removals.looking();
         // A cancel lands while the waiter looks: it wakes nobody.
@@ -295,7 +322,7 @@ mod tests {
     /// the inbox and looked again.
     #[test]
     fn a_waiter_that_looks_again_withdraws_its_wake_time() {
-        let removals = Removals::new();
+        let removals = Removals::new(Arc::new(Submissions::new()));
         removals.looking();
         assert_eq!(removals.sleeping_until(5_000_000, false), Sleep::Empty);
         removals.looks_again();
@@ -307,7 +334,7 @@ mod tests {
     /// bound of it wakes nobody.
     #[test]
     fn a_sleeping_waiter_keeps_its_wake_time() {
-        let removals = Removals::new();
+        let removals = Removals::new(Arc::new(Submissions::new()));
         removals.looking();
         assert_eq!(removals.sleeping_until(5_000_000, false), Sleep::Empty);
         assert_eq!(removals.push(task(), || 0), After::Nothing);
@@ -324,6 +351,7 @@ mod loom_models {
 
     use super::{After, Removals, Sleep};
     use crate::base::sync::Ordering;
+    use crate::pool::submissions::Submissions;
     use crate::task::header::{Header, Kind};
     use crate::task::once::OnceTask;
     use crate::task::ptr::TaskPtr;
@@ -336,7 +364,7 @@ mod loom_models {
     /// taking the list each time the check fails; a cancel pushes. Returns
     /// how many removals the worker took and what the cancel was told.
     fn race(stop: fn(&Removals) -> bool) -> (usize, After) {
-        let removals = Arc::new(Removals::new());
+        let removals = Arc::new(Removals::new(Arc::new(Submissions::new())));
         removals.looking();
         let worker = {
             let removals = Arc::clone(&removals);
@@ -379,7 +407,7 @@ mod loom_models {
     #[test]
     fn a_batching_worker_leaves_a_removal_only_in_the_list() {
         loom::model(|| {
-            let removals = Arc::new(Removals::new());
+            let removals = Arc::new(Removals::new(Arc::new(Submissions::new())));
             removals.looking();
             let worker = {
                 let removals = Arc::clone(&removals);

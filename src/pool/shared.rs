@@ -7,16 +7,18 @@
 //! - Everything guarded lives in [`State`], behind one mutex: helpers that
 //!   need the lock take `&mut State`, so "must hold the lock" is a type.
 //!   [`Shared::lock`] and [`Shared::handoff`] absorb the submission inbox
-//!   ([`inbox`](super::inbox)) before they return, so a holder sees every
-//!   submission that returned before it took the lock.
+//!   ([`inbox`](super::inbox)), the delayed submission list
+//!   ([`submissions`](super::submissions)) and the removals before they
+//!   return, so a holder sees every submission and cancel that returned
+//!   before it took the lock.
 //! - While queued, a task is in the [`WorkQueue`](crate::queue::WorkQueue) (heap, due lane, wheel or
 //!   ready batch) and its `heap_index` says where (a batch task moved from
 //!   the wheel keeps the wheel's mark); a removed, taken or drained
 //!   task has `NOT_QUEUED` (see [`queue`](crate::queue), [`ready`](crate::queue::ready)).
 //! - The run-state check and the push of a submission happen under the same
-//!   lock, or the submission goes into the inbox while its gate is open and
-//!   a shutdown closes the gate and absorbs under this lock before it
-//!   purges; so a task is never queued after `shutdown` has purged the
+//!   lock, or the submission goes into the inbox or the submission list
+//!   while it is open, and a shutdown closes both and absorbs under this
+//!   lock before it purges; so a task is never queued after `shutdown` has purged the
 //!   queue (Java's schedule/shutdown race, A14.60, cannot happen): every
 //!   accepted task runs, is cancelled, or is returned by `shutdown_now`.
 //! - `workers` counts threads started and not yet exited. A worker decides
@@ -58,6 +60,7 @@ use crate::pool::ready_runs::Ready;
 use crate::pool::removals::{After, Removals};
 pub(crate) use crate::pool::state::State;
 use crate::pool::stats::LatenessHistogram;
+use crate::pool::submissions::Submissions;
 use crate::pool::termination::TerminationWakers;
 use crate::task::header::{EndOfRun, Header};
 use crate::task::ptr::TaskPtr;
@@ -78,6 +81,9 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Submissions that need not wake anyone skip `state`'s lock.
     inbox: Arc<Inbox>,
+    /// Delayed submissions that a worker is bound to look for skip
+    /// `state`'s lock (see [`submissions`](super::submissions)).
+    submissions: Arc<Submissions>,
     /// Cancelled tasks whose queue nodes wait for the owner: a cancel
     /// skips `state`'s lock (see [`removals`](super::removals)).
     removals: Arc<Removals>,
@@ -119,7 +125,8 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(config: Config, clock: Clock, worker_main: WorkerMain) -> Arc<Shared> {
         let inbox = Arc::new(Inbox::new(config.core_threads));
-        let removals = Arc::new(Removals::new());
+        let submissions = Arc::new(Submissions::new());
+        let removals = Arc::new(Removals::new(Arc::clone(&submissions)));
         let ready = Arc::new(Ready::new());
         #[cfg(feature = "metrics")]
         let metrics = crate::pool::metrics::PoolMetrics::new(&config.thread_name);
@@ -128,10 +135,12 @@ impl Shared {
                 &config,
                 &clock,
                 Arc::clone(&inbox),
+                Arc::clone(&submissions),
                 Arc::clone(&removals),
                 Arc::clone(&ready),
             )),
             inbox,
+            submissions,
             removals,
             ready,
             available: Signal::new(),
@@ -206,8 +215,16 @@ impl Shared {
         // Due already, with nobody to wake and nothing to start: leave it
         // for the workers. (A delayed task goes into the heap under the
         // lock: sifting it in is work a worker should not inherit.)
-        let task = if task.header().deadline() <= now {
+        let deadline = task.header().deadline();
+        let task = if deadline <= now {
             match self.inbox.offer(task, now, &self.available) {
+                Ok(()) => return Ok(()),
+                Err(task) => task,
+            }
+        } else if self.submissions.looks_open() {
+            // Not due: if a worker is bound to take the pool lock by its
+            // deadline anyway, leave it for that worker.
+            match self.submit_without_lock(task, now, deadline) {
                 Ok(()) => return Ok(()),
                 Err(task) => task,
             }
@@ -236,6 +253,37 @@ impl Shared {
             }
             _ => Ok(()),
         }
+    }
+
+    /// A task not yet due, while the submission list is open: leaves it
+    /// there if a worker is bound to look for it by its deadline, else
+    /// gives it back (the caller takes the pool lock). See
+    /// [`submissions`](super::submissions).
+    fn submit_without_lock(
+        &self,
+        task: TaskPtr,
+        now: Nanos,
+        deadline: Nanos,
+    ) -> Result<(), TaskPtr> {
+        // Deadlines compare with published wake times only on the real
+        // clock (loom has no time: a looking worker alone covers there).
+        let real = (self.clock.is_real() && cfg!(not(loom))).then_some(deadline);
+        // Not covered before the push: the locked push costs less than a
+        // push here and the lock after it.
+        if !self.removals.covers(real) {
+            return Err(task);
+        }
+        self.submissions.push(task, now)?;
+        if self.submissions.pushed() {
+            self.available.kick();
+        }
+        if !self.removals.covers(real) {
+            // The worker it counted on went to sleep past the deadline, or
+            // left, meanwhile: absorb under the lock and wake a waiter.
+            let mut state = self.handoff();
+            state.new_head();
+        }
+        Ok(())
     }
 
     /// Starts worker `number`. If the thread cannot be created, the slot is

@@ -26,6 +26,7 @@ use crate::pool::inbox::{Inbox, Incoming};
 use crate::pool::ready_runs::{Ready, Runs};
 use crate::pool::removals::{Removals, Sleep, BATCH_WINDOW, RECLAIM_BOUND};
 use crate::pool::run_state::RunState;
+use crate::pool::submissions::Submissions;
 use crate::queue::WorkQueue;
 use crate::task::ptr::TaskPtr;
 use crate::wait::{Leader, Waitable};
@@ -61,9 +62,15 @@ pub(crate) struct State {
     pub(crate) keep_alive: Option<Duration>,
     /// Submissions that skipped this lock (shared with [`crate::pool::shared::Shared`]).
     inbox: Arc<Inbox>,
-    /// The tray swapped out of the inbox while absorbing (kept for its
-    /// capacity).
+    /// The tray swapped out of the inbox, or the submission list, while
+    /// absorbing (kept for its capacity).
     incoming: Vec<Incoming>,
+    /// Delayed submissions that skipped this lock (shared with
+    /// [`crate::pool::shared::Shared`]; see [`submissions`](super::submissions)).
+    submissions: Arc<Submissions>,
+    /// `max(core_threads, 1)`: the workers the pool must have for the
+    /// submission list to open.
+    staff: usize,
     /// Cancelled tasks whose queue nodes wait for this lock's holder
     /// (shared with [`crate::pool::shared::Shared`]).
     removals: Arc<Removals>,
@@ -156,9 +163,17 @@ impl Waitable for State {
         self.removals.left();
     }
     fn spin_starts(&mut self) -> bool {
-        self.inbox.spin_starts()
+        if !self.inbox.spin_starts() {
+            return false;
+        }
+        if !self.submissions.spin_starts() {
+            self.inbox.spin_ends();
+            return false;
+        }
+        true
     }
     fn spin_ends(&mut self) {
+        self.submissions.spin_ends();
         self.inbox.spin_ends();
     }
 }
@@ -168,6 +183,7 @@ impl State {
         config: &Config,
         clock: &Clock,
         inbox: Arc<Inbox>,
+        submissions: Arc<Submissions>,
         removals: Arc<Removals>,
         ready: Arc<Ready>,
     ) -> Self {
@@ -186,6 +202,8 @@ impl State {
             keep_alive: (config.core_threads == 0).then_some(config.keep_alive),
             inbox,
             incoming: Vec::new(),
+            submissions,
+            staff: config.core_threads.max(1),
             removals,
             removed: Vec::new(),
             remove_on_cancel: config.remove_on_cancel,
@@ -214,6 +232,9 @@ impl State {
     pub(crate) fn absorb(&mut self) {
         if !self.inbox.looks_empty() {
             self.absorb_tray();
+        }
+        if !self.submissions.looks_empty() {
+            self.absorb_submissions();
         }
         // After the tray: a task's cancel comes after its submission.
         if !self.removals.looks_empty() {
@@ -266,6 +287,22 @@ impl State {
     #[inline(never)]
     fn absorb_tray(&mut self) {
         self.inbox.take(&mut self.incoming);
+        self.queue_incoming();
+    }
+
+    /// Moves the submission list's tasks into the queue. A new head clears
+    /// the leader and wakes nobody: the submission found a worker bound to
+    /// take this lock by its deadline, or signals itself after this.
+    #[inline(never)]
+    fn absorb_submissions(&mut self) {
+        self.submissions.take(&mut self.incoming);
+        self.queue_incoming();
+    }
+
+    /// Queues what [`absorb_tray`](Self::absorb_tray) or
+    /// [`absorb_submissions`](Self::absorb_submissions) took, each as a
+    /// submission under the lock would have been.
+    fn queue_incoming(&mut self) {
         let mut new_head = false;
         let mut incoming = std::mem::take(&mut self.incoming);
         for (task, now) in incoming.drain(..) {
@@ -293,6 +330,7 @@ impl State {
         if self.workers < config.core_threads.max(1) {
             self.workers += 1;
             self.inbox.set_workers(self.workers);
+            self.submissions.set_staffed(self.workers >= self.staff);
             self.next_worker += 1;
             Some(self.next_worker - 1)
         } else {
@@ -305,6 +343,7 @@ impl State {
     pub(super) fn worker_left(&mut self) {
         self.workers -= 1;
         self.inbox.set_workers(self.workers);
+        self.submissions.set_staffed(self.workers >= self.staff);
         self.absorb();
     }
 
@@ -313,12 +352,14 @@ impl State {
     pub(super) fn worker_back(&mut self) {
         self.workers += 1;
         self.inbox.set_workers(self.workers);
+        self.submissions.set_staffed(self.workers >= self.staff);
     }
 
     /// The run state grew past `RUNNING`: the inbox closes, and what it let
     /// in before is queued now, to be purged, run or returned with the rest.
     pub(super) fn close_inbox(&mut self) {
         self.inbox.close();
+        self.submissions.close();
         self.absorb();
     }
 }

@@ -6,8 +6,8 @@
 //! (`cancel_reclaim`), pause/resume and re-enqueue of periodic tasks
 //! (`periodic`), `wait_idle` (`wait_idle`), a handle's completion vs its waker
 //! registration (`completion_vs_waker`), the durable queue's taker
-//! (`durable_handoff`), the ready batch (`ready_batch`) and the submission
-//! inbox (`inbox`).
+//! (`durable_handoff`), the ready batch (`ready_batch`), the submission
+//! inbox (`inbox`) and the delayed submission list (`submissions`).
 //!
 //! Run with:
 //!
@@ -50,6 +50,7 @@ mod periodic;
 mod pool_cancel;
 mod pool_shutdown;
 mod ready_batch;
+mod submissions;
 mod wait_idle;
 
 /// Long enough to never matter: under loom the wait is untimed anyway.
