@@ -31,7 +31,16 @@
 //! - *Published wake time.* Only a waiter that goes to sleep leaves its
 //!   wake time published: one that published it and then looks again
 //!   instead withdraws it ([`Removals::looks_again`]), since it may leave
-//!   to run a task rather than wake by then.
+//!   to run a task rather than wake by then. A follower that goes to sleep
+//!   publishes the head's deadline, counting on the leader that times it;
+//!   if that leader was awake (spinning to the head outside the lock), it
+//!   may then leave to run the head without sleeping again. So a waiter
+//!   that leaves the wait first corrects the published time
+//!   ([`Removals::hand_on`]): to nothing if it leaves the queue empty or
+//!   closed, to the successor's timer if it leaves one to be promoted;
+//!   otherwise its hand-over signals a waiter, which looks at once. A
+//!   published time so names a waiter asleep with a timer no later than
+//!   it, or one that was woken and looks (or is about to).
 //! - *Reclaim bound.* A waiting worker that is about to sleep publishes
 //!   when it will next wake ([`Removals::sleeping_until`]) before it stops
 //!   looking. A cancel that finds the list was empty, nobody looking and
@@ -65,6 +74,7 @@ use crate::base::clock::Nanos;
 use crate::base::sync::{fence, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::pool::submissions::Submissions;
 use crate::task::ptr::TaskPtr;
+use crate::wait::spin::MAX_EARLY;
 
 /// The longest a cancelled task's node stays in the queue while a worker
 /// waits (see the invariants).
@@ -176,10 +186,20 @@ impl Removals {
     /// it sleeps or leaves), or, for a `deadline` on the real clock's scale
     /// (`None` otherwise), if a sleeping waiter published a wake time no
     /// later than it (Dekker with [`sleeping_until`](Self::sleeping_until)).
+    ///
+    /// A published time covers only a deadline more than
+    /// [`MAX_EARLY`] after it: the waiter that wakes then, finding the task
+    /// its new head, still has time to ask to be woken early and spin to
+    /// it, as it would have had the submission taken the lock and signalled.
     #[inline]
     pub(crate) fn covers(&self, deadline: Option<Nanos>) -> bool {
         self.looking.load(Ordering::SeqCst) > 0
-            || deadline.is_some_and(|d| self.wake_at.load(Ordering::SeqCst) <= d)
+            || deadline.is_some_and(|d| {
+                self.wake_at
+                    .load(Ordering::SeqCst)
+                    .saturating_add(MAX_EARLY)
+                    < d
+            })
     }
 
     /// True if the list is empty, as of a sequentially consistent read: a
@@ -240,6 +260,15 @@ impl Removals {
         self.looking.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// A looking worker about to leave the wait loop (pool lock held, before
+    /// [`stops_looking`](Self::stops_looking)) replaces the published wake
+    /// time with `wake_at`: what still holds once it is gone (see the
+    /// invariants). Stored before it stops looking, so a cancel or a
+    /// submission that sees it gone sees this.
+    pub(crate) fn hand_on(&self, wake_at: Nanos) {
+        self.wake_at.store(wake_at, Ordering::SeqCst);
+    }
+
     /// A looking worker is about to leave the wait loop (pool lock held):
     /// stops looking, then checks the list (Dekker with `push`). True if it
     /// is empty; if not, it looks again and returns false: take the list
@@ -266,6 +295,7 @@ impl Removals {
     /// A looking worker left the wait loop without checking the list (a
     /// panic unwound it): it no longer looks.
     pub(crate) fn left(&self) {
+        self.wake_at.store(u64::MAX, Ordering::SeqCst);
         self.looking.fetch_sub(1, Ordering::SeqCst);
     }
 

@@ -274,14 +274,17 @@ impl Shared {
             return Err(task);
         }
         self.submissions.push(task, now)?;
-        if self.submissions.pushed() {
+        if self.submissions.pushed(real) {
             self.available.kick();
         }
         if !self.removals.covers(real) {
             // The worker it counted on went to sleep past the deadline, or
-            // left, meanwhile: absorb under the lock and wake a waiter.
+            // left, meanwhile: absorb under the lock, and wake a waiter if
+            // nobody times the head now (as a locked push of a new head).
             let mut state = self.handoff();
-            state.new_head();
+            if state.leader.is_none() {
+                state.new_head();
+            }
         }
         Ok(())
     }

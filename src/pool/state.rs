@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::base::clock::{to_instant, Clock, Nanos};
+use crate::base::clock::{to_instant, to_nanos, Clock, Nanos};
 use crate::pool::config::Config;
 use crate::pool::inbox::{Inbox, Incoming};
 use crate::pool::ready_runs::{Ready, Runs};
@@ -68,6 +68,10 @@ pub(crate) struct State {
     /// Delayed submissions that skipped this lock (shared with
     /// [`crate::pool::shared::Shared`]; see [`submissions`](super::submissions)).
     submissions: Arc<Submissions>,
+    /// The list swapped out of `submissions` while absorbing: its own
+    /// buffer, so the list's two buffers keep their full size and never
+    /// mix with the inbox's.
+    listed: Vec<Incoming>,
     /// `max(core_threads, 1)`: the workers the pool must have for the
     /// submission list to open.
     staff: usize,
@@ -157,16 +161,35 @@ impl Waitable for State {
         self.removals.looking();
     }
     fn may_leave(&mut self) -> bool {
+        // What a published time may still promise once this waiter leaves
+        // (to run the head, or for good). A follower that went to sleep
+        // while this waiter was awake (spinning to the head as the leader)
+        // published the head's deadline, counting on it. Leaving the queue
+        // empty, or closed, nobody times anything: withdraw it. Leaving a
+        // successor to be promoted where it sleeps, that one's timer is
+        // what holds. Otherwise the hand-over at the lock's release wakes a
+        // waiter, which looks at once.
+        if self.queue.len() <= 1 || Waitable::is_closed(self) {
+            self.removals.hand_on(u64::MAX);
+        } else if let Some(timer) = self.leader.successor_timer() {
+            self.removals.hand_on(timer);
+        }
         self.removals.stops_looking()
     }
     fn left(&mut self) {
         self.removals.left();
     }
-    fn spin_starts(&mut self) -> bool {
+    fn spin_starts(&mut self, until: Instant) -> bool {
         if !self.inbox.spin_starts() {
             return false;
         }
-        if !self.submissions.spin_starts() {
+        // Until when it spins, for a submission to compare its deadline
+        // with (on the real clock; otherwise every submission kicks it).
+        let until = match self.real_clock && cfg!(not(loom)) {
+            true => to_nanos(until).max(1),
+            false => u64::MAX,
+        };
+        if !self.submissions.spin_starts(until) {
             self.inbox.spin_ends();
             return false;
         }
@@ -203,6 +226,7 @@ impl State {
             inbox,
             incoming: Vec::new(),
             submissions,
+            listed: Vec::new(),
             staff: config.core_threads.max(1),
             removals,
             removed: Vec::new(),
@@ -286,8 +310,13 @@ impl State {
 
     #[inline(never)]
     fn absorb_tray(&mut self) {
-        self.inbox.take(&mut self.incoming);
-        self.queue_incoming();
+        let mut incoming = std::mem::take(&mut self.incoming);
+        self.inbox.take(&mut incoming);
+        self.queue_all(&mut incoming);
+        // Keep a burst's capacity only while it is small.
+        if incoming.capacity() <= 1024 {
+            self.incoming = incoming;
+        }
     }
 
     /// Moves the submission list's tasks into the queue. A new head clears
@@ -295,16 +324,17 @@ impl State {
     /// take this lock by its deadline, or signals itself after this.
     #[inline(never)]
     fn absorb_submissions(&mut self) {
-        self.submissions.take(&mut self.incoming);
-        self.queue_incoming();
+        let mut listed = std::mem::take(&mut self.listed);
+        self.submissions.take(&mut listed);
+        self.queue_all(&mut listed);
+        self.listed = listed;
     }
 
-    /// Queues what [`absorb_tray`](Self::absorb_tray) or
+    /// Queues (and empties) what [`absorb_tray`](Self::absorb_tray) or
     /// [`absorb_submissions`](Self::absorb_submissions) took, each as a
     /// submission under the lock would have been.
-    fn queue_incoming(&mut self) {
+    fn queue_all(&mut self, incoming: &mut Vec<Incoming>) {
         let mut new_head = false;
-        let mut incoming = std::mem::take(&mut self.incoming);
         for (task, now) in incoming.drain(..) {
             self.accepted += 1;
             // Cancelled since (its removal may have been taken already):
@@ -313,10 +343,6 @@ impl State {
                 continue;
             }
             new_head |= self.queue.push(task, now);
-        }
-        // Keep a burst's capacity only while it is small.
-        if incoming.capacity() <= 1024 {
-            self.incoming = incoming;
         }
         if new_head {
             self.leader.clear();

@@ -26,17 +26,20 @@
 //!   (sequentially consistent, a fence between; Dekker with a waiter that
 //!   stops looking and then reads [`Submissions::looks_empty`]). If none
 //!   is, it takes the pool lock, which absorbs the list, and signals.
-//! - A spinning waiter (outside the pool lock, looking) counts itself in
-//!   `spinning` before it checks this list, and a submission that pushed
-//!   reads `spinning` after its fence: either the spinner sees the task
-//!   before it spins, or the submission kicks the spin short.
+//! - A spinning waiter (outside the pool lock, looking) publishes until
+//!   when it spins (`spin_until`) before it checks this list, and a
+//!   submission that pushed reads it after its fence: either the spinner
+//!   sees the task before it spins, or the submission kicks the spin short
+//!   if its deadline comes before the spin's end (at the end the spinner
+//!   takes the pool lock and looks anyway). Off the real clock every
+//!   submission kicks it.
 //! - Whoever takes the pool lock absorbs this list before it reads the
 //!   queue, and before the removals (a task's cancel comes after its
 //!   submission), so counts, cancels, pause, resume, trigger, purges and
 //!   `shutdown_now` see every submission that returned before.
 
 use crate::base::clock::Nanos;
-use crate::base::sync::{fence, AtomicBool, AtomicUsize, Mutex, Ordering};
+use crate::base::sync::{fence, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::pool::inbox::Incoming;
 use crate::task::ptr::TaskPtr;
 
@@ -57,8 +60,10 @@ pub(crate) struct Submissions {
     /// Whether the list was open when last changed: a hint read without
     /// the lock, so a submission that would be turned away does not take it.
     open: AtomicBool,
-    /// A waiter spins outside the pool lock (see the invariants).
-    spinning: AtomicBool,
+    /// Until when a waiter spins outside the pool lock (real clock; 0: no
+    /// spinner; `u64::MAX`: kick it whatever the deadline). See the
+    /// invariants.
+    spin_until: AtomicU64,
 }
 
 struct List {
@@ -79,7 +84,7 @@ impl Submissions {
             }),
             len: AtomicUsize::new(0),
             open: AtomicBool::new(false),
-            spinning: AtomicBool::new(false),
+            spin_until: AtomicU64::new(0),
         }
     }
 
@@ -111,12 +116,14 @@ impl Submissions {
         Ok(())
     }
 
-    /// The fence after a push, then whether a waiter spins (the submission
-    /// then kicks it: see the invariants).
+    /// The fence after a push of a task due at `deadline` (real clock;
+    /// `None` otherwise), then whether a waiter spins past it: the
+    /// submission then kicks the spin short (see the invariants).
     #[inline]
-    pub(crate) fn pushed(&self) -> bool {
+    pub(crate) fn pushed(&self, deadline: Option<Nanos>) -> bool {
         fence(Ordering::SeqCst);
-        self.spinning.load(Ordering::SeqCst)
+        let until = self.spin_until.load(Ordering::SeqCst);
+        until != 0 && deadline.is_none_or(|d| d < until)
     }
 
     /// True if the list is empty, as of a sequentially consistent read (see
@@ -135,22 +142,24 @@ impl Submissions {
         self.len.store(0, Ordering::SeqCst);
     }
 
-    /// A waiter is about to spin outside the pool lock (pool lock held):
-    /// counts it, then checks the list. False (and not counted) if tasks
-    /// wait here: absorb them instead.
-    pub(crate) fn spin_starts(&self) -> bool {
-        self.spinning.store(true, Ordering::SeqCst);
+    /// A waiter is about to spin outside the pool lock until `until` (real
+    /// clock, at least 1; `u64::MAX` off it) unless kicked (pool lock
+    /// held): publishes that, then checks the list. False (and nothing
+    /// published) if tasks wait here: absorb them instead.
+    pub(crate) fn spin_starts(&self, until: Nanos) -> bool {
+        debug_assert!(until > 0);
+        self.spin_until.store(until, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if self.len.load(Ordering::SeqCst) == 0 {
             return true;
         }
-        self.spinning.store(false, Ordering::SeqCst);
+        self.spin_until.store(0, Ordering::SeqCst);
         false
     }
 
     /// The spin that [`spin_starts`](Self::spin_starts) began has ended.
     pub(crate) fn spin_ends(&self) {
-        self.spinning.store(false, Ordering::SeqCst);
+        self.spin_until.store(0, Ordering::SeqCst);
     }
 
     /// The pool has all its workers, or not (pool lock held). A change to
@@ -180,6 +189,7 @@ mod tests {
     use crate::task::header::{Header, Kind};
     use crate::task::once::OnceTask;
     use crate::task::ptr::TaskPtr;
+    use crate::wait::spin::MAX_EARLY;
 
     fn task() -> TaskPtr {
         TaskPtr::new(OnceTask::new(Header::new(0, 10, Kind::Once), || ()))
@@ -219,9 +229,23 @@ mod tests {
         removals.looking();
         assert!(removals.covers(None), "a looking worker");
         assert_eq!(removals.sleeping_until(5_000, false), Sleep::Empty);
-        assert!(removals.covers(Some(5_000)));
+        assert!(removals.covers(Some(5_001 + MAX_EARLY)));
+        assert!(
+            !removals.covers(Some(5_000 + MAX_EARLY)),
+            "too close after the wake-up to be timed with an early wake"
+        );
         assert!(!removals.covers(Some(4_999)), "due before the waiter wakes");
         assert!(!removals.covers(None), "not on the real clock");
+        // A follower published the head's deadline (5,000) while the
+        // leader was awake; the leader now leaves the queue empty to run
+        // the head: nobody will look by then any more.
+        removals.looking();
+        removals.hand_on(u64::MAX);
+        assert!(removals.stops_looking());
+        assert!(
+            !removals.covers(Some(u64::MAX - 1)),
+            "withdrawn by the leaver"
+        );
     }
 
     /// A waiter about to sleep, or to leave, finds a submission and looks
@@ -234,15 +258,23 @@ mod tests {
         submissions.push(task(), 0).unwrap();
         assert_eq!(removals.sleeping_until(u64::MAX, true), Sleep::Take);
         assert!(!removals.stops_looking());
-        assert!(!submissions.spin_starts(), "no spin past it either");
+        assert!(!submissions.spin_starts(u64::MAX), "no spin past it either");
         let mut out = Vec::new();
         submissions.take(&mut out);
         assert!(removals.stops_looking());
-        assert!(submissions.spin_starts());
+        assert!(submissions.spin_starts(1_000));
         submissions.push(task(), 0).unwrap();
-        assert!(submissions.pushed(), "a push during the spin kicks it");
+        assert!(
+            submissions.pushed(Some(999)),
+            "due before the spin ends: kicked"
+        );
+        assert!(
+            !submissions.pushed(Some(1_000)),
+            "due after it: looked at after it"
+        );
+        assert!(submissions.pushed(None), "off the real clock: kicked");
         submissions.spin_ends();
-        assert!(!submissions.pushed());
+        assert!(!submissions.pushed(None));
     }
 }
 
@@ -290,7 +322,7 @@ mod loom_models {
             })
         };
         submissions.push(task(), 0).expect("open");
-        let kicked = submissions.pushed();
+        let kicked = submissions.pushed(None);
         let covered = removals.covers(None) || kicked;
         (worker.join().expect("worker"), covered)
     }
@@ -336,10 +368,10 @@ mod loom_models {
                 // It starts a spin that lasts past the submission (the
                 // spin's end, which re-checks under the lock, is not
                 // modelled).
-                loom::thread::spawn(move || submissions.spin_starts())
+                loom::thread::spawn(move || submissions.spin_starts(u64::MAX))
             };
             submissions.push(task(), 0).expect("open");
-            let kicked = submissions.pushed();
+            let kicked = submissions.pushed(None);
             let spun = spinner.join().expect("spinner");
             assert!(!spun || kicked, "spun past it");
         });

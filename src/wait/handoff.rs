@@ -73,10 +73,10 @@ pub(crate) trait Waitable {
     /// A looking waiter left without [`may_leave`](Self::may_leave) (a
     /// panic unwound the wait).
     fn left(&mut self) {}
-    /// A waiter starts spinning outside the lock (towards the head's
-    /// deadline, or for a while if there is none). Fails (false) if work
-    /// arrived without the lock: absorb it instead.
-    fn spin_starts(&mut self) -> bool {
+    /// A waiter starts spinning outside the lock until `until` (towards the
+    /// head's deadline, or for a while if there is none), unless kicked.
+    /// Fails (false) if work arrived without the lock: absorb it instead.
+    fn spin_starts(&mut self, _until: Instant) -> bool {
         true
     }
     /// The spin that [`spin_starts`](Self::spin_starts) began has ended.
@@ -345,7 +345,7 @@ impl<'a, S: Waitable> Handoff<'a, S> {
     fn spin_outside_lock(&mut self, until: Instant) {
         let kick = &self.available.kick;
         kick.store(false, Ordering::Relaxed);
-        if !self.guard.spin_starts() {
+        if !self.guard.spin_starts(until) {
             return; // work arrived without the lock: the caller re-checks
         }
         self.guard.leader().spinner = true;

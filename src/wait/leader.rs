@@ -80,6 +80,11 @@ impl Leader {
         self.current.is_none()
     }
 
+    /// When the successor's timer fires, if there is one.
+    pub(crate) fn successor_timer(&self) -> Option<Nanos> {
+        self.successor.map(|(_, wakes_at)| wakes_at)
+    }
+
     /// Nobody leads and the head is due at `head`: makes the successor the
     /// leader if its timer fires by then (true), so nobody needs waking.
     pub(super) fn promote_successor(&mut self, head: Nanos) -> bool {

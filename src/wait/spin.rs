@@ -22,7 +22,7 @@ use crate::base::sync::{AtomicBool, Ordering};
 const STEP: Nanos = 500;
 /// The most the leader ever asks to be woken early (and so the longest it
 /// spins to a deadline).
-const MAX_EARLY: Nanos = 100_000;
+pub(crate) const MAX_EARLY: Nanos = 100_000;
 
 /// How late the OS returns from the leader's timed waits: a running
 /// estimate of the median (each wake-up moves it [`STEP`] towards its own
