@@ -64,7 +64,11 @@ use crate::task::new;
 /// for tasks due at submission, a wheel of 16.4 µs slots for one-shot tasks
 /// due within ~16.8 ms, and a batch of due tasks workers take without the
 /// pool lock; and workers that wait on it with the leader/follower protocol:
-/// only one sleeps with a timeout. See `docs/design.md`.
+/// only one sleeps with a timeout. A submission that needs nobody woken (a
+/// due task while the workers are awake; a delayed one while a worker is
+/// bound to look by its deadline) leaves the task on a list for the workers
+/// instead of taking the pool lock; every holder of that lock takes the
+/// lists first, so counts and controls see it at once. See `docs/design.md`.
 #[derive(Clone)]
 pub struct ScheduledThreadPool {
     inner: Arc<Owner>,

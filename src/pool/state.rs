@@ -93,6 +93,9 @@ pub(crate) struct State {
     batch_until: Option<Nanos>,
     /// Deadlines are real time (they can be published to cancels).
     real_clock: bool,
+    /// The waiter leaving the wait left the published wake time to its
+    /// hand-over's signal ([`Waitable::owes_wake`]).
+    owes_wake: bool,
 }
 
 impl Waitable for State {
@@ -169,12 +172,23 @@ impl Waitable for State {
         // successor to be promoted where it sleeps, that one's timer is
         // what holds. Otherwise the hand-over at the lock's release wakes a
         // waiter, which looks at once.
-        if self.queue.len() <= 1 || Waitable::is_closed(self) {
+        // (That signal is owed even if the queue empties meanwhile: other
+        // workers take the ready batch without this lock. Found in review.)
+        let owes = if self.queue.len() <= 1 || Waitable::is_closed(self) {
             self.removals.hand_on(u64::MAX);
+            false
         } else if let Some(timer) = self.leader.successor_timer() {
             self.removals.hand_on(timer);
-        }
-        self.removals.stops_looking()
+            false
+        } else {
+            true
+        };
+        let leaves = self.removals.stops_looking();
+        self.owes_wake = leaves && owes;
+        leaves
+    }
+    fn owes_wake(&mut self) -> bool {
+        std::mem::take(&mut self.owes_wake)
     }
     fn left(&mut self) {
         self.removals.left();
@@ -234,6 +248,7 @@ impl State {
             taken_at: None,
             batch_until: None,
             real_clock: clock.is_real(),
+            owes_wake: false,
         }
     }
 

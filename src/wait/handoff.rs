@@ -10,7 +10,8 @@
 //!   ([`Waitable::may_sleep`]).
 //! - Every exit from [`Handoff::wait_due`] (due, timed out, closed, or a
 //!   panic) passes through the drop, which signals one waiter when nobody
-//!   is timing a non-empty queue, or when the state is closed.
+//!   is timing a non-empty queue, when the state is closed, or when nobody
+//!   leads and the leaver owes a signal ([`Waitable::owes_wake`]).
 //! - No reference to the head is held while sleeping: only its deadline.
 
 use std::ops::{Deref, DerefMut};
@@ -73,6 +74,14 @@ pub(crate) trait Waitable {
     /// A looking waiter left without [`may_leave`](Self::may_leave) (a
     /// panic unwound the wait).
     fn left(&mut self) {}
+    /// The waiter that [`may_leave`](Self::may_leave) let go counted on its
+    /// hand-over to wake somebody (the pool's published wake time); read
+    /// (and cleared) once, by the hand-over. True makes the hand-over
+    /// signal a waiter whenever nobody leads, even if nothing is left to
+    /// time (the state may have emptied without the lock since).
+    fn owes_wake(&mut self) -> bool {
+        false
+    }
     /// A waiter starts spinning outside the lock until `until` (towards the
     /// head's deadline, or for a while if there is none), unless kicked.
     /// Fails (false) if work arrived without the lock: absorb it instead.
@@ -390,11 +399,13 @@ impl<S: Waitable> Drop for Handoff<'_, S> {
         }
         // (The head is read only by a taker that left nobody leading: a
         // submitter's critical section does not touch the heap's top.)
+        let owed = self.taker && state.owes_wake();
         let untimed_work = self.taker
             && state.leader().is_none()
-            && state
-                .head_deadline()
-                .is_some_and(|head| !state.leader().promote_successor(head));
+            && match state.head_deadline() {
+                Some(head) => !state.leader().promote_successor(head),
+                None => owed,
+            };
         // A removal emptied the queue under a leader that still times the
         // old head: with a keep-alive, that waiter must start counting it.
         let emptied = !self.taker

@@ -18,6 +18,9 @@ struct Deadlines {
     items: Vec<Nanos>,
     /// Sleeps that ended: the waiter's name and when.
     wakes: Vec<(&'static str, Nanos)>,
+    /// What [`Waitable::owes_wake`] answers next.
+    owes: bool,
+    closed: bool,
 }
 
 thread_local! {
@@ -35,10 +38,13 @@ impl Waitable for Deadlines {
         self.items.get(1).copied()
     }
     fn is_closed(&self) -> bool {
-        false
+        self.closed
     }
     fn woke(&mut self) {
         self.wakes.push((NAME.with(|n| n.get()), Clock::Real.now()));
+    }
+    fn owes_wake(&mut self) -> bool {
+        std::mem::take(&mut self.owes)
     }
 }
 
@@ -338,4 +344,55 @@ fn only_a_wake_up_a_millisecond_late_probes_the_load() {
         !probed,
         "a spell renewed within the second is not probed again"
     );
+}
+
+/// A leaver that owes a signal (the pool's published wake time counted on
+/// it) wakes a sleeping follower even when nothing is left to time: other
+/// threads emptied the state without the lock (the pool's ready batch).
+/// Without the owed signal the follower sleeps on, untimed.
+#[test]
+fn a_leaver_that_owes_a_signal_wakes_a_follower_with_nothing_left() {
+    let shared = shared(&[Clock::Real.now() + 10_000 * MS], 0);
+    let waiter = |name: &'static str| {
+        let shared = Arc::clone(&shared);
+        thread::spawn(move || {
+            NAME.with(|n| n.set(name));
+            let mut state = Handoff::new(shared.state.lock(), &shared.signal, Duration::ZERO);
+            let wake = state.wait_due(&Clock::Real, None);
+            if let Wake::Due(_) = wake {
+                // Took the head, and the rest went meanwhile.
+                state.items.clear();
+                state.owes = true;
+            }
+            wake
+        })
+    };
+    let a = waiter("a");
+    until(&shared, |s| !s.leader.is_none());
+    let b = waiter("b");
+    // b follows, untimed (no second item, so no successor).
+    thread::sleep(Duration::from_millis(50));
+    {
+        // The head becomes due: whoever is woken takes it.
+        let mut state = shared.state.lock();
+        state.items[0] = Clock::Real.now();
+        state.leader.clear();
+        shared.signal.cv.notify_one();
+    }
+    for _ in 0..2_000 {
+        if shared.state.lock().wakes.len() >= 2 {
+            break;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        shared.state.lock().wakes.len(),
+        2,
+        "the follower left asleep: the owed signal was not sent"
+    );
+    shared.state.lock().closed = true;
+    shared.signal.cv.notify_all();
+    let mut wakes = [a.join().unwrap(), b.join().unwrap()];
+    wakes.sort_by_key(|w| matches!(w, Wake::Closed));
+    assert!(matches!(wakes, [Wake::Due(_), Wake::Closed]), "{wakes:?}");
 }
