@@ -38,7 +38,11 @@
 //!   that leaves the wait first corrects the published time
 //!   ([`Removals::hand_on`]): to nothing if it leaves the queue empty or
 //!   closed, to the successor's timer if it leaves one to be promoted;
-//!   otherwise its hand-over signals a waiter, which looks at once. A
+//!   otherwise it owes a signal, which its hand-over sends whenever nobody
+//!   leads by then, even if the queue emptied meanwhile (other workers take
+//!   the ready batch without the pool lock), and the woken waiter looks at
+//!   once; a waiter still leading is asleep with a timer no later than the
+//!   published time, or awake and looking. A
 //!   published time so names a waiter asleep with a timer no later than
 //!   it, or one that was woken and looks (or is about to).
 //! - *Reclaim bound.* A waiting worker that is about to sleep publishes
@@ -184,8 +188,9 @@ impl Removals {
     /// true if a worker is bound to take the pool lock by `deadline` anyway,
     /// so nobody need be woken. One is if a worker looks (it absorbs before
     /// it sleeps or leaves), or, for a `deadline` on the real clock's scale
-    /// (`None` otherwise), if a sleeping waiter published a wake time no
-    /// later than it (Dekker with [`sleeping_until`](Self::sleeping_until)).
+    /// (`None` otherwise), if a sleeping waiter published a wake time more
+    /// than [`MAX_EARLY`] before it (Dekker with
+    /// [`sleeping_until`](Self::sleeping_until)).
     ///
     /// A published time covers only a deadline more than
     /// [`MAX_EARLY`] after it: the waiter that wakes then, finding the task

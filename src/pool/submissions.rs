@@ -11,8 +11,8 @@
 //! next holds the pool lock moves it into the queue
 //! ([`absorb`](crate::pool::state::State::absorb)). *Bound to look* is the
 //! removals' hand-shake ([`Removals::covers`](super::removals::Removals::covers)):
-//! a worker looks now, or a sleeping waiter published a wake time no later
-//! than the deadline.
+//! a worker looks now, or a sleeping waiter published a wake time more than
+//! [`MAX_EARLY`](crate::wait::spin::MAX_EARLY) before the deadline.
 //!
 //! # Invariants
 //!
@@ -25,7 +25,8 @@
 //! - A submission pushes, then asks whether a worker is bound to look
 //!   (sequentially consistent, a fence between; Dekker with a waiter that
 //!   stops looking and then reads [`Submissions::looks_empty`]). If none
-//!   is, it takes the pool lock, which absorbs the list, and signals.
+//!   is, it takes the pool lock, which absorbs the list, and signals a
+//!   waiter if nobody leads then (as a locked push of a new head does).
 //! - A spinning waiter (outside the pool lock, looking) publishes until
 //!   when it spins (`spin_until`) before it checks this list, and a
 //!   submission that pushed reads it after its fence: either the spinner
