@@ -298,7 +298,8 @@ impl BenchPool for Sp {
     /// precision knobs of the guide's section 10 (for measuring what they
     /// trade): `SCHEDPOOL_BENCH_IDLE_SPIN_US` (`Builder::idle_spin`, µs only) and
     /// `SCHEDPOOL_BENCH_TIMER_SLACK_US` (`Builder::timer_slack`, µs; `os`
-    /// keeps the OS default).
+    /// keeps the OS default) and `SCHEDPOOL_BENCH_SLICE_US`
+    /// (`Builder::sched_slice`, µs; `os` never sets it).
     fn with_threads(n: usize) -> Self {
         let prefix = next_pool_prefix("spb");
         let mut builder = schedpool::ScheduledThreadPool::builder()
@@ -312,6 +313,9 @@ impl BenchPool for Sp {
         }
         if let Some(us) = env_micros("SCHEDPOOL_BENCH_TIMER_SLACK_US") {
             builder = builder.timer_slack(us);
+        }
+        if let Some(us) = env_micros("SCHEDPOOL_BENCH_SLICE_US") {
+            builder = builder.sched_slice(us);
         }
         let pool = builder.build().expect("schedpool: build");
         Sp { pool, prefix }
