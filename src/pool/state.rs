@@ -240,7 +240,9 @@ impl State {
             inbox,
             incoming: Vec::new(),
             submissions,
-            listed: Vec::new(),
+            // Made with the pool, at the list's full size (see
+            // `submissions`): a fixed 4 KiB per pool, not a cost per task.
+            listed: Vec::with_capacity(crate::pool::submissions::LIST_MAX),
             staff: config.core_threads.max(1),
             removals,
             removed: Vec::new(),

@@ -79,7 +79,8 @@ impl Submissions {
     pub(crate) fn new() -> Self {
         Submissions {
             list: Mutex::new(List {
-                tasks: Vec::new(),
+                // Its full size at once, when the pool is made (see `push`).
+                tasks: Vec::with_capacity(LIST_MAX),
                 running: true,
                 staffed: false,
             }),
@@ -106,10 +107,10 @@ impl Submissions {
             return Err(task);
         }
         if list.tasks.capacity() == 0 {
-            // Its full size at once: no reallocations in a stream (the two
-            // buffers the pool lock's holder swaps stay put; growing them
-            // moved glibc's heap top and let it trim memory that W1 then
-            // faulted in again).
+            // Never in a stream: both buffers the pool lock's holder swaps
+            // are made at their full size with the pool, and stay put
+            // (growing them in a stream moved glibc's heap top and let it
+            // trim memory that W1 then faulted in again).
             list.tasks.reserve_exact(LIST_MAX);
         }
         list.tasks.push((task, now));
