@@ -214,8 +214,8 @@ impl Shared {
     /// `now` is the clock reading its deadline was computed from.
     pub(super) fn enqueue(self: &Arc<Self>, task: TaskPtr, now: Nanos) -> Result<(), Rejected> {
         // Due already, with nobody to wake and nothing to start: leave it
-        // for the workers. (A delayed task goes into the heap under the
-        // lock: sifting it in is work a worker should not inherit.)
+        // for the workers. A delayed task goes into the queue under the
+        // lock, unless a worker takes the lock by its deadline anyway.
         let deadline = task.header().deadline();
         let task = if deadline <= now {
             match self.inbox.offer(task, now, &self.available) {

@@ -62,8 +62,8 @@ pub(crate) struct State {
     pub(crate) keep_alive: Option<Duration>,
     /// Submissions that skipped this lock (shared with [`crate::pool::shared::Shared`]).
     inbox: Arc<Inbox>,
-    /// The tray swapped out of the inbox, or the submission list, while
-    /// absorbing (kept for its capacity).
+    /// The tray swapped out of the inbox while absorbing (kept for its
+    /// capacity).
     incoming: Vec<Incoming>,
     /// Delayed submissions that skipped this lock (shared with
     /// [`crate::pool::shared::Shared`]; see [`submissions`](super::submissions)).
@@ -372,8 +372,7 @@ impl State {
     pub(super) fn reserve_worker(&mut self, config: &Config) -> Option<usize> {
         if self.workers < config.core_threads.max(1) {
             self.workers += 1;
-            self.inbox.set_workers(self.workers);
-            self.submissions.set_staffed(self.workers >= self.staff);
+            self.workers_changed();
             self.next_worker += 1;
             Some(self.next_worker - 1)
         } else {
@@ -381,12 +380,18 @@ impl State {
         }
     }
 
+    /// Mirrors the worker count into the inbox's gate and the submission
+    /// list's (pool lock held).
+    fn workers_changed(&mut self) {
+        self.inbox.set_workers(self.workers);
+        self.submissions.set_staffed(self.workers >= self.staff);
+    }
+
     /// A worker left (or was never started): one fewer, and whatever the
     /// inbox let in before its gate saw that is queued now.
     pub(super) fn worker_left(&mut self) {
         self.workers -= 1;
-        self.inbox.set_workers(self.workers);
-        self.submissions.set_staffed(self.workers >= self.staff);
+        self.workers_changed();
         self.absorb();
     }
 
@@ -394,8 +399,7 @@ impl State {
     /// [`worker_left`](Self::worker_left)).
     pub(super) fn worker_back(&mut self) {
         self.workers += 1;
-        self.inbox.set_workers(self.workers);
-        self.submissions.set_staffed(self.workers >= self.staff);
+        self.workers_changed();
     }
 
     /// The run state grew past `RUNNING`: the inbox closes, and what it let
