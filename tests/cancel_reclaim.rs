@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use schedpool::internals::pool_queue_nodes;
+use schedpool::internals::pool_nodes;
 use schedpool::{ScheduledThreadPool, TaskError};
 
 #[path = "common/live_bytes.rs"]
@@ -82,7 +82,7 @@ fn cancel_keeps_its_promise_at_once_and_the_node_goes_within_the_bound() {
         .unwrap();
     // Let the workers go to sleep on the far head (no wake-up is due).
     std::thread::sleep(Duration::from_millis(50));
-    assert_eq!(pool_queue_nodes(&h), 101);
+    assert_eq!(pool_nodes(&h), 101);
 
     let cancelled_at = Instant::now();
     assert!(h.cancel(), "this call cancelled it");
@@ -97,7 +97,7 @@ fn cancel_keeps_its_promise_at_once_and_the_node_goes_within_the_bound() {
 
     // The node: reclaimed by a worker within the bound (plus slack for a
     // busy host), without anyone else taking the pool lock.
-    let took = until(BOUND + SLACK, || pool_queue_nodes(&h) == 100);
+    let took = until(BOUND + SLACK, || pool_nodes(&h) == 100);
     let took = took.expect("the node was not reclaimed within the bound");
     eprintln!(
         "node reclaimed {:?} after the cancel (bound {BOUND:?})",
@@ -113,6 +113,33 @@ fn cancel_keeps_its_promise_at_once_and_the_node_goes_within_the_bound() {
     assert!(matches!(h.join(), Err(TaskError::Cancelled)));
 }
 
+/// Far tasks submitted while the workers sleep on a far head skip the pool
+/// lock and wait in the submission list until a worker next looks (which,
+/// with nothing due, may be an hour away): they are nodes all the same,
+/// and a cancel of one of them still has its node reclaimed within the
+/// bound, with no one else taking the pool lock.
+#[test]
+fn a_cancel_of_a_task_still_in_the_submission_list_is_reclaimed_within_the_bound() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = ScheduledThreadPool::new(2);
+    let first = far_tasks(&pool, 1);
+    // The workers sleep until the far head: these go into the list.
+    let far = Duration::from_secs(3600);
+    let later: Vec<_> = (0..100)
+        .map(|_| pool.schedule(|| (), far).unwrap())
+        .collect();
+    assert_eq!(pool_nodes(&first[0]), 101, "listed tasks are nodes too");
+    assert_eq!(pool.queue_len(), 101);
+    let victim = &later[50];
+    assert!(victim.cancel());
+    assert!(victim.is_cancelled());
+    assert_eq!(pool.queue_len(), 100, "uncounted at once");
+    until(BOUND + SLACK, || pool_nodes(victim) == 100)
+        .expect("a listed task's node was not reclaimed within the bound");
+    let leftover = pool.shutdown_now();
+    assert_eq!(leftover.len(), 100, "the cancelled task is never returned");
+}
+
 #[test]
 fn in_a_stream_of_cancels_each_node_goes_within_the_bound() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -124,7 +151,7 @@ fn in_a_stream_of_cancels_each_node_goes_within_the_bound() {
     for (i, h) in hs.iter().enumerate() {
         assert!(h.cancel());
         let left = hs.len() - i - 1;
-        let took = until(BOUND + SLACK, || pool_queue_nodes(h) <= left)
+        let took = until(BOUND + SLACK, || pool_nodes(h) <= left)
             .unwrap_or_else(|| panic!("cancel {i}: node not reclaimed within the bound"));
         worst = worst.max(took);
         std::thread::sleep(Duration::from_millis(1));
@@ -153,10 +180,10 @@ fn after_a_burst_of_cancels_every_node_goes_within_the_bound() {
                 std::hint::spin_loop();
             }
         }
-        let took = until(BOUND + SLACK, || pool_queue_nodes(&hs[0]) == 0).unwrap_or_else(|| {
+        let took = until(BOUND + SLACK, || pool_nodes(&hs[0]) == 0).unwrap_or_else(|| {
             panic!(
                 "round {round}: {} of 2000 nodes left after the bound",
-                pool_queue_nodes(&hs[0])
+                pool_nodes(&hs[0])
             )
         });
         worst = worst.max(took);
@@ -207,7 +234,7 @@ fn with_remove_on_cancel_off_the_node_stays_until_its_deadline_as_in_java() {
     assert!(h.cancel());
     assert!(dropped.load(Ordering::SeqCst), "the body goes at once");
     std::thread::sleep(BOUND * 5);
-    assert_eq!(pool_queue_nodes(&h), 1, "the node stays");
+    assert_eq!(pool_nodes(&h), 1, "the node stays");
     assert_eq!(pool.queue_len(), 1, "and counts, as Java's queue does");
     assert_eq!(pool.stats().cancelled, 1);
 }

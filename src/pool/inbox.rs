@@ -111,6 +111,11 @@ impl Inbox {
         self.len.load(Ordering::Relaxed) == 0
     }
 
+    /// How many tasks the tray holds (read under its lock).
+    pub(super) fn len(&self) -> usize {
+        self.tray.lock().tasks.len()
+    }
+
     /// Moves the tray's tasks, in submission order, into `out` (empty; its
     /// capacity is swapped in, so neither side reallocates in a stream).
     pub(crate) fn take(&self, out: &mut Vec<Incoming>) {

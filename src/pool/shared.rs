@@ -166,7 +166,6 @@ impl Shared {
         shared
     }
 
-    /// The pool lock, with the inbox absorbed.
     /// Marks the calling thread as one of this pool's workers.
     pub(super) fn enter_as_worker(self: &Arc<Self>) {
         CURRENT_POOL.with(|c| c.set(Arc::as_ptr(self) as usize));
@@ -177,6 +176,8 @@ impl Shared {
         CURRENT_POOL.with(|c| c.get() == self as *const Shared as usize)
     }
 
+    /// The pool lock, with the inbox, the submission list and the removals
+    /// absorbed.
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         let mut state = self.state.lock();
         state.absorb();
@@ -412,9 +413,18 @@ impl Shared {
     // ===== cancellation (Java: remove / removeOnCancel) =====
 
     /// The queue's nodes, cancelled ones not yet reclaimed included (for
-    /// [`crate::internals`]; takes the lock without reclaiming).
+    /// [`crate::internals`]; takes the lock without absorbing or
+    /// reclaiming).
     pub(crate) fn queue_nodes(&self) -> usize {
         self.state.lock().queue.len()
+    }
+
+    /// [`queue_nodes`](Self::queue_nodes) and the tasks still in the inbox
+    /// and the submission list, which are nodes too: every task node the
+    /// pool holds (for [`crate::internals`]; takes the lock without
+    /// absorbing or reclaiming).
+    pub(crate) fn nodes(&self) -> usize {
+        self.state.lock().nodes()
     }
 
     /// A handle cancelled `task` (it won the state, completed the handle

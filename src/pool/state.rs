@@ -268,7 +268,15 @@ impl State {
         self.cancelled += n as u64;
     }
 
-    /// Moves the inbox's tasks into the queue, in submission order.
+    /// Every task node the pool holds and has not reclaimed: the queue's
+    /// (cancelled ones included) and those still in the inbox and the
+    /// submission list.
+    pub(crate) fn nodes(&self) -> usize {
+        self.queue.len() + self.inbox.len() + self.submissions.len()
+    }
+
+    /// Moves the inbox's and the submission list's tasks into the queue, in
+    /// submission order, then reclaims what cancels left.
     #[inline]
     pub(crate) fn absorb(&mut self) {
         if !self.inbox.looks_empty() {

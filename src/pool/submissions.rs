@@ -135,6 +135,11 @@ impl Submissions {
         self.len.load(Ordering::SeqCst) == 0
     }
 
+    /// How many tasks the list holds (read under its lock).
+    pub(crate) fn len(&self) -> usize {
+        self.list.lock().tasks.len()
+    }
+
     /// Moves the list's tasks, in submission order, into `out` (empty; its
     /// capacity is swapped in).
     pub(crate) fn take(&self, out: &mut Vec<Incoming>) {
