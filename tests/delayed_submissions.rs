@@ -52,13 +52,14 @@ fn an_earlier_submission_wakes_the_sleeping_leader() {
 /// run after their deadline and not long after it; with one worker, in
 /// deadline order.
 ///
-/// With two workers the order of the bodies is not asserted: tasks 3 ms
-/// apart then sometimes run one period late (the task before the last
-/// runs when the next one's timer fires, so the two swap), in about one
-/// run in ten on an idle machine, with or without the submission list
-/// (the same test on 7b38b02, before it, failed 4 of 30 runs). That
-/// lateness is the leader/follower hand-over's, found here and left for
-/// its own issue; this test checks what the list promises.
+/// With two workers the order of the bodies is not asserted: two workers
+/// start their tasks independently, and a worker the host keeps off its
+/// CPU for a period (3 ms here) after it took a task lets the other run
+/// the next one first. (This test found a cause of that in the crate: a
+/// successor promoted where it slept spun from a loose bound on the next
+/// task all the way to it, keeping the worker running the previous task
+/// off its CPU; 15 of 120 rounds swapped two tasks on an idle machine,
+/// 0 of 120 since. `tests/waiting_sleeps.rs` checks that fix.)
 #[test]
 fn later_submissions_run_on_time_and_in_order() {
     for workers in [1, 2] {

@@ -205,7 +205,9 @@ impl<L> WorkQueue<L> {
     /// A deadline no later than the second task's (the earliest after the
     /// first), if two entries are queued. It is exact unless the lane holds
     /// a removed entry, whose deadline is no later than the live ones
-    /// behind it (the lane is sorted), so the bound still holds.
+    /// behind it (the lane is sorted), so the bound still holds, or the
+    /// second task waits in a wheel slot: then it is that slot's start,
+    /// less than a slot (16.4 µs) early.
     pub(crate) fn second_deadline(&self) -> Option<Nanos> {
         if self.ready.hint_len() > 0 {
             // A due task is first: 0 bounds whatever comes second.

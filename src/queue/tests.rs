@@ -55,6 +55,30 @@ fn second_deadline_bounds_the_second_task() {
     );
 }
 
+/// Tasks milliseconds apart in the near-future wheel: the bound on the
+/// second is within one slot of it, not the head's own slot boundary (a
+/// successor timing that bound woke with the head and spun the whole gap).
+#[test]
+fn second_deadline_in_the_wheel_is_within_a_slot_of_the_second_task() {
+    let mut q = WorkQueue::new();
+    let now = 1_000_000_000;
+    let (first, second) = (now + 3_000_000, now + 6_000_000);
+    q.push(task(1, first), now);
+    q.push(task(2, second), now);
+    q.push(task(3, now + 9_000_000), now);
+    let bound = q.second_deadline().expect("three queued");
+    assert!(bound <= second, "a bound: {bound} > {second}");
+    assert!(
+        second - bound < 1 << wheel::SHIFT,
+        "within a slot: {bound} is {} ns before {second}",
+        second - bound
+    );
+    // The same once the head's slot has become the run.
+    assert_eq!(q.pop_due(first).map(|e| e.deadline), Some(first));
+    let bound = q.second_deadline().expect("two queued");
+    assert!(bound <= now + 9_000_000 && now + 9_000_000 - bound < 1 << wheel::SHIFT);
+}
+
 #[test]
 fn lane_entries_are_marked_and_removed_lazily() {
     let ptr = |t: &TaskPtr| t.as_ptr();

@@ -166,13 +166,31 @@ impl Wheel {
         self.run.front()
     }
 
-    /// Bounds for the second task: the run's first two and the boundary.
+    /// Bounds for the second task: the run's first two, and the start of
+    /// the first occupied slot (no task in a slot is due before it).
+    ///
+    /// Not the [`boundary`](Self::boundary), the cursor's next slot: a
+    /// successor times the second task by this bound, and with tasks a few
+    /// milliseconds apart the boundary is the head's own time, so the
+    /// successor woke with the head and then waited the whole gap to the
+    /// next task awake (a 3 ms spin that kept the worker running the head
+    /// off its CPU: the task ran one period late; issue 33's closing note).
     pub(super) fn first_deadlines(&self) -> [Option<Nanos>; 3] {
         [
             self.run.front().map(|e| e.deadline),
             self.run.get(1).map(|e| e.deadline),
-            self.boundary(),
+            self.first_slot_start(),
         ]
+    }
+
+    /// When the first occupied slot begins: no task in a slot is due
+    /// before it. `None` when every slot is empty.
+    fn first_slot_start(&self) -> Option<Nanos> {
+        if self.in_slots == 0 {
+            return None;
+        }
+        let step = self.next_occupied()?;
+        Some((self.cursor + step) << SHIFT)
     }
 
     /// Whether cancelled entries wait here (while none do, every entry is

@@ -21,6 +21,7 @@ use crate::base::clock::{to_instant, Clock, Nanos};
 use crate::base::sync::{MutexGuard, Ordering};
 use crate::wait::leader::{Leader, SUCCESSOR_MIN_AHEAD};
 use crate::wait::signal::Signal;
+use crate::wait::spin::MAX_EARLY;
 
 /// Lock-protected state that can be waited on.
 pub(crate) trait Waitable {
@@ -274,10 +275,20 @@ impl<'a, S: Waitable> Handoff<'a, S> {
                     } else if wake_early {
                         // Made leader while asleep and woken early: spin to
                         // the head as the leader does (or, if someone else
-                        // spins, wait exactly from now on).
+                        // spins, wait exactly from now on). Only if the
+                        // head is within a leader's early wake of now, and
+                        // at most [`MAX_EARLY`] more: the timer fired by a
+                        // bound on the second task, which may be well
+                        // before the head (a wheel slot's start, a little;
+                        // a loaded spell's head, a lot). Further off, it
+                        // sleeps again as the leader instead (looping),
+                        // rather than spin for milliseconds on a CPU that
+                        // the worker running the last head may need.
                         let head = self.guard.head_deadline().filter(|&head| now < head);
                         let leader = self.guard.leader();
+                        let near = |head: Nanos| head - now <= leader.latency.early + MAX_EARLY;
                         match head {
+                            Some(head) if leader.current == Some(me) && !near(head) => {}
                             Some(head) if leader.current == Some(me) && !leader.spinner => {
                                 self.spin_outside_lock(to_instant(head));
                             }
