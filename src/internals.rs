@@ -114,16 +114,17 @@ pub fn pool_heap_index<T: 'static>(handle: &ScheduledHandle<T>) -> Option<usize>
 /// tasks not yet reclaimed included, but not those of tasks still in the
 /// submission inbox or list: read under the pool lock without absorbing or
 /// reclaiming (every other way to the lock does both first), for the loom
-/// models of the submission list (`tests/loom/submissions.rs`).
+/// models of the submission list and of reclaiming
+/// (`tests/loom/submissions.rs`, `tests/loom/cancel_reclaim.rs`).
 pub fn pool_queue_nodes<T: 'static>(handle: &ScheduledHandle<T>) -> usize {
     let (_, shared) = handle.internals();
     shared.queue_nodes()
 }
 
-/// Every task node `handle`'s pool holds right now: its queue's, those of
-/// cancelled tasks not yet reclaimed included, and those of tasks still in
-/// the submission inbox or list that no worker has moved into the queue
-/// yet. Read under the pool lock without absorbing or reclaiming, for the
+/// The task nodes `handle`'s pool holds right now, paused tasks (kept
+/// apart) aside: its queue's, those of cancelled tasks not yet reclaimed
+/// included, and those of tasks still in the submission inbox or list that
+/// no worker has moved into the queue yet. Read under the pool lock without absorbing or reclaiming, for the
 /// tests of the reclaim bound (`tests/cancel_reclaim.rs`).
 pub fn pool_nodes<T: 'static>(handle: &ScheduledHandle<T>) -> usize {
     let (_, shared) = handle.internals();

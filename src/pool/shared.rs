@@ -420,9 +420,9 @@ impl Shared {
     }
 
     /// [`queue_nodes`](Self::queue_nodes) and the tasks still in the inbox
-    /// and the submission list, which are nodes too: every task node the
-    /// pool holds (for [`crate::internals`]; takes the lock without
-    /// absorbing or reclaiming).
+    /// and the submission list, which are nodes too: the task nodes the
+    /// pool holds, paused tasks aside (for [`crate::internals`]; takes the
+    /// lock without absorbing or reclaiming).
     pub(crate) fn nodes(&self) -> usize {
         self.state.lock().nodes()
     }

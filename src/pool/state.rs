@@ -268,9 +268,9 @@ impl State {
         self.cancelled += n as u64;
     }
 
-    /// Every task node the pool holds and has not reclaimed: the queue's
-    /// (cancelled ones included) and those still in the inbox and the
-    /// submission list.
+    /// The task nodes the pool holds and has not reclaimed, paused tasks
+    /// aside: the queue's (cancelled ones included) and those still in the
+    /// inbox and the submission list.
     pub(crate) fn nodes(&self) -> usize {
         self.queue.len() + self.inbox.len() + self.submissions.len()
     }

@@ -206,7 +206,7 @@ impl<L> WorkQueue<L> {
     /// first), if two entries are queued. It is exact unless the lane holds
     /// a removed entry, whose deadline is no later than the live ones
     /// behind it (the lane is sorted), so the bound still holds, or the
-    /// second task waits in a wheel slot: then it is that slot's start,
+    /// start of the wheel's first occupied slot comes first: then it is
     /// less than a slot (16.4 µs) early.
     pub(crate) fn second_deadline(&self) -> Option<Nanos> {
         if self.ready.hint_len() > 0 {
@@ -214,8 +214,8 @@ impl<L> WorkQueue<L> {
             return (self.len() > 1).then_some(0);
         }
         // The first two of the union are among the lane's first two, the
-        // heap's first two and the wheel's (its run's first two, and its
-        // boundary for the tasks still in slots).
+        // heap's first two and the wheel's (its run's first two, and the
+        // start of its first occupied slot for the tasks still in slots).
         let wheel = self.wheel.first_deadlines();
         let mut candidates = [
             self.lane.front().map(|e| e.deadline),
