@@ -115,7 +115,8 @@ pub fn pool_heap_index<T: 'static>(handle: &ScheduledHandle<T>) -> Option<usize>
 /// submission inbox or list: read under the pool lock without absorbing or
 /// reclaiming (every other way to the lock does both first), for the loom
 /// models of the submission list and of reclaiming
-/// (`tests/loom/submissions.rs`, `tests/loom/cancel_reclaim.rs`).
+/// (`tests/loom/submissions.rs`, `tests/loom/cancel_reclaim.rs`), and for
+/// telling queued tasks from listed ones in `tests/cancel_reclaim.rs`.
 pub fn pool_queue_nodes<T: 'static>(handle: &ScheduledHandle<T>) -> usize {
     let (_, shared) = handle.internals();
     shared.queue_nodes()
@@ -124,8 +125,9 @@ pub fn pool_queue_nodes<T: 'static>(handle: &ScheduledHandle<T>) -> usize {
 /// The task nodes `handle`'s pool holds right now, paused tasks (kept
 /// apart) aside: its queue's, those of cancelled tasks not yet reclaimed
 /// included, and those of tasks still in the submission inbox or list that
-/// no worker has moved into the queue yet. Read under the pool lock without absorbing or reclaiming, for the
-/// tests of the reclaim bound (`tests/cancel_reclaim.rs`).
+/// no worker has moved into the queue yet. Read under the pool lock
+/// without absorbing or reclaiming, for the tests of the reclaim bound
+/// (`tests/cancel_reclaim.rs`).
 pub fn pool_nodes<T: 'static>(handle: &ScheduledHandle<T>) -> usize {
     let (_, shared) = handle.internals();
     shared.nodes()

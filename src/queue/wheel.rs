@@ -174,7 +174,8 @@ impl Wheel {
     /// milliseconds apart the boundary is the head's own time, so the
     /// successor woke with the head and then waited the whole gap to the
     /// next task awake (a 3 ms spin that kept the worker running the head
-    /// off its CPU: the task ran one period late; issue 33's closing note).
+    /// off its CPU: the task ran one period late; `docs/performance-log.md`,
+    /// "A successor that spun the gap to the next task").
     pub(super) fn first_deadlines(&self) -> [Option<Nanos>; 3] {
         [
             self.run.front().map(|e| e.deadline),
